@@ -1,0 +1,83 @@
+/**
+ * The one error table (design D10): every JSON-RPC error this service sends, with its HTTP
+ * status and the requirement it comes from. Errors raised inside the MCP SDK's dispatch get
+ * their HTTP status from the SDK (which follows the same mapping); errors the gateway answers
+ * before the SDK (body parse, size, Redis down) are written with `jsonRpcErrorReply`.
+ *
+ * | code    | HTTP | when                                                        | source      |
+ * |---------|------|-------------------------------------------------------------|-------------|
+ * | -32700  | 400  | body is not JSON                                            | JSON-RPC    |
+ * | -32600  | 400  | not a JSON-RPC request                                      | JSON-RPC    |
+ * | -32600  | 413  | body larger than MAX_BODY_BYTES                             | D10         |
+ * | -32601  | 404  | unknown method, `tasks/list`, `tasks/result`                | H-13, T-47  |
+ * | -32602  | 400  | required `_meta` missing                                    | B-05, T-50  |
+ * | -32602  | 200  | unknown tool, bad arguments, unknown/expired/foreign task   | T-33, T-37  |
+ * | -32603  | 200  | internal error while handling                               | JSON-RPC    |
+ * | -32603  | 503  | Redis unreachable (with `Retry-After`)                      | D10         |
+ * | -32020  | 400  | `MCP-Protocol-Version` / `Mcp-Method` / `Mcp-Name` mismatch | H-11, H-15  |
+ * | -32021  | 400  | client capability missing (tasks extension, elicitation)    | T-04, T-05, B-07 |
+ * | -32022  | 400  | unsupported protocol version                                | H-12        |
+ * | (none)  | 431  | request headers too large (Node)                            | B-03        |
+ */
+import { ProtocolError } from '@modelcontextprotocol/server';
+
+export const TASKS_EXTENSION = 'io.modelcontextprotocol/tasks';
+
+export const ErrorCode = {
+  ParseError: -32700,
+  InvalidRequest: -32600,
+  MethodNotFound: -32601,
+  InvalidParams: -32602,
+  InternalError: -32603,
+  HeaderMismatch: -32020,
+  MissingRequiredClientCapability: -32021,
+  UnsupportedProtocolVersion: -32022,
+} as const;
+
+/** HTTP status for a JSON-RPC error code when the gateway writes the reply itself. */
+export function httpStatusFor(code: number): number {
+  switch (code) {
+    case ErrorCode.ParseError:
+    case ErrorCode.InvalidRequest:
+    case ErrorCode.HeaderMismatch:
+    case ErrorCode.MissingRequiredClientCapability:
+    case ErrorCode.UnsupportedProtocolVersion:
+      return 400;
+    case ErrorCode.MethodNotFound:
+      return 404;
+    default:
+      return 200;
+  }
+}
+
+/** `-32602` for an id that is unknown, expired, malformed or someone else's (T-33, T-37, T-44). */
+export function taskNotFound(): ProtocolError {
+  return new ProtocolError(ErrorCode.InvalidParams, 'Failed to retrieve task: Task not found or expired');
+}
+
+/** `-32021` naming the capability the request lacks (T-04, T-05, B-07). */
+export function missingCapability(requiredCapabilities: Record<string, unknown>, message = 'Missing required client capability'): ProtocolError {
+  return new ProtocolError(ErrorCode.MissingRequiredClientCapability, message, { requiredCapabilities });
+}
+
+/** `-32021` for the Tasks extension. */
+export function tasksExtensionRequired(what: string): ProtocolError {
+  return missingCapability(
+    { extensions: { [TASKS_EXTENSION]: {} } },
+    `Missing required client capability: ${what} needs the ${TASKS_EXTENSION} extension declared on the request`,
+  );
+}
+
+export function invalidParams(message: string, data?: unknown): ProtocolError {
+  return new ProtocolError(ErrorCode.InvalidParams, message, data);
+}
+
+/** `-32603` while Redis cannot be reached. */
+export function storeUnavailable(): ProtocolError {
+  return new ProtocolError(ErrorCode.InternalError, 'Task store unavailable; retry later');
+}
+
+/** A JSON-RPC error body for replies the gateway writes itself. */
+export function jsonRpcErrorBody(id: unknown, code: number, message: string, data?: unknown) {
+  return { jsonrpc: '2.0' as const, id: id ?? null, error: data === undefined ? { code, message } : { code, message, data } };
+}

@@ -1,0 +1,77 @@
+/**
+ * Gateway process: `POST /mcp`, `/healthz`, `/readyz`. Stateless: every request may land on
+ * any replica (D7); Redis and BullMQ clients are created once per process.
+ *
+ * Signals: SIGTERM/SIGINT → stop accepting, close open MCP exchanges, exit.
+ */
+import { ConfigError, loadConfig } from '@mcp-tasks/config';
+import { createLogger } from '@mcp-tasks/observability';
+import { TaskStore } from '@mcp-tasks/task-store';
+import { connectOrExplain, createRedis, evictionPolicy, JobQueues, TaskEvents } from '@mcp-tasks/jobs';
+import { createRegistry } from '@mcp-tasks/tools';
+import { buildApp } from './app.js';
+
+async function main() {
+  let config;
+  try {
+    config = loadConfig();
+  } catch (e) {
+    if (e instanceof ConfigError) {
+      console.error(`gateway: ${e.message}`);
+      process.exit(1);
+    }
+    throw e;
+  }
+  const log = createLogger('gateway', config.logLevel);
+  if (config.requestState.isDevKey) log.warn('request_state.dev_key: set REQUEST_STATE_KEY (same on every replica) outside development');
+
+  const redis = createRedis(config.redisUrl, 'request', 'mcp-gateway');
+  const sub = createRedis(config.redisUrl, 'worker', 'mcp-gateway-sub');
+  try {
+    await connectOrExplain(redis, config.redisUrl);
+    await connectOrExplain(sub, config.redisUrl);
+  } catch (e) {
+    console.error(`gateway: ${(e as Error).message}`);
+    process.exit(1);
+  }
+  redis.on('error', (err) => log.warn({ err: err.message }, 'redis.error'));
+  sub.on('error', (err) => log.warn({ err: err.message }, 'redis.sub_error'));
+  const policy = await evictionPolicy(redis);
+  if (policy && policy !== 'noeviction') log.warn({ policy }, 'redis.eviction_policy_unsafe: set maxmemory-policy noeviction');
+
+  const store = new TaskStore(redis, config.keyPrefix);
+  const queues = new JobQueues(redis, config.keyPrefix);
+  const events = new TaskEvents(sub);
+  const registry = createRegistry(config.toolsets);
+  const app = buildApp({ config, log, store, queues, events, registry, redis });
+
+  try {
+    await app.listen({ host: config.host, port: config.port });
+  } catch (e) {
+    console.error(`gateway: cannot listen on ${config.host}:${config.port}: ${(e as Error).message}`);
+    process.exit(1);
+  }
+  const addr = app.server.address();
+  const port = typeof addr === 'object' && addr ? addr.port : config.port;
+  log.info({ url: `http://${config.host}:${port}/mcp`, toolsets: config.toolsets, tools: registry.size }, 'gateway.ready');
+
+  let stopping = false;
+  const shutdown = async (sig: string) => {
+    if (stopping) return;
+    stopping = true;
+    log.info({ sig }, 'gateway.draining');
+    const closing = app.close();
+    await app.closeMcp().catch(() => undefined);
+    await Promise.race([closing, new Promise((r) => setTimeout(r, 10_000).unref())]);
+    await Promise.allSettled([queues.close(), sub.quit(), redis.quit()]);
+    log.info('gateway.stopped');
+    process.exit(0);
+  };
+  process.once('SIGTERM', () => void shutdown('SIGTERM'));
+  process.once('SIGINT', () => void shutdown('SIGINT'));
+}
+
+main().catch((e) => {
+  console.error(`gateway: fatal: ${(e as Error).message}`);
+  process.exit(1);
+});

@@ -1,0 +1,365 @@
+/**
+ * The MCP server factory: one fresh low-level `Server` per request (sdk-notes §1.3), wired to
+ * process-wide singletons (task store, queues, tool registry, requestState codec).
+ *
+ * Methods served:
+ *  - `tools/list`  the enabled tools;
+ *  - `tools/call`  dispatched here (not `registerTool`) so it can answer `-32021` (D1);
+ *  - `tasks/get`, `tasks/update`, `tasks/cancel` (Tasks extension, spec/tasks-extension.md).
+ * `server/discover`, header validation (`-32020`), version errors (`-32022`) and `-32601` for
+ * `tasks/list` / `tasks/result` are the SDK's.
+ */
+import { createHash } from 'node:crypto';
+import {
+  createRequestStateCodec,
+  inputRequired as sdkInputRequired,
+  ProtocolError,
+  Server,
+  type McpServerFactory,
+  type ServerContext,
+} from '@modelcontextprotocol/server';
+import { z } from 'zod';
+import type { Config } from '@mcp-tasks/config';
+import type { Logger } from '@mcp-tasks/observability';
+import { isWellFormedTaskId, toCreateTaskResult, toDetailedTask, stepJobId, type TaskRecord, type TaskStore } from '@mcp-tasks/task-store';
+import type { JobQueues, TaskEvents } from '@mcp-tasks/jobs';
+import {
+  abortableSleep,
+  isInputRequired,
+  ToolCancelled,
+  ToolProtocolError,
+  type InputRequired,
+  type InputResponse,
+  type ToolContext,
+  type ToolDefinition,
+  type ToolRegistry,
+} from '@mcp-tasks/tools';
+import {
+  ErrorCode,
+  invalidParams,
+  missingCapability,
+  storeUnavailable,
+  taskNotFound,
+  tasksExtensionRequired,
+  TASKS_EXTENSION,
+} from './errors.js';
+
+export const SERVER_INFO = { name: 'mcp-task-service', version: '0.1.0' };
+
+/** Per-HTTP-exchange state, carried in `authInfo.extra` from the Fastify route to the handlers. */
+export interface Exchange {
+  principal: string;
+  /** Set once a task handle is about to be returned (D4: cancelled if the client vanished first). */
+  createdTaskId?: string;
+}
+
+export interface GatewayDeps {
+  config: Config;
+  log: Logger;
+  store: TaskStore;
+  queues: JobQueues;
+  events: TaskEvents;
+  registry: ToolRegistry;
+}
+
+/** Signed MRTR continuation (M-05, M-06): bound to the principal by the codec's `bind`. */
+type RequestStatePayload =
+  | { k: 'inline'; tool: string; args: string; step: number; state: unknown }
+  | { k: 'pre'; tool: string; args: string; step: number; state: unknown }
+  | { k: 'sync'; tool: string; args: string; taskId: string };
+
+const TaskIdParams = z.object({ taskId: z.string() }).passthrough();
+
+function exchangeOf(ctx: ServerContext): Exchange {
+  const ex = ctx.http?.authInfo?.extra?.exchange as Exchange | undefined;
+  return ex ?? { principal: 'anonymous' };
+}
+
+function clientCapabilities(ctx: ServerContext): Record<string, unknown> | undefined {
+  const envelope = ctx.mcpReq.envelope as Record<string, unknown> | undefined;
+  return envelope?.['io.modelcontextprotocol/clientCapabilities'] as Record<string, unknown> | undefined;
+}
+
+/** T-01/T-05/T-07: only this request's `_meta` clientCapabilities count. */
+export function declaresTasks(ctx: ServerContext): boolean {
+  const ext = clientCapabilities(ctx)?.extensions as Record<string, unknown> | undefined;
+  return !!ext && ext[TASKS_EXTENSION] !== undefined;
+}
+
+/** Capabilities in `required` (top-level keys) that `caps` lacks; undefined when none. */
+function missingCaps(required: Record<string, unknown> | undefined, caps: Record<string, unknown>): Record<string, unknown> | undefined {
+  if (!required) return undefined;
+  const missing = Object.fromEntries(Object.entries(required).filter(([k]) => caps[k] === undefined));
+  return Object.keys(missing).length ? missing : undefined;
+}
+
+const digest = (v: unknown) => createHash('sha256').update(JSON.stringify(v ?? {})).digest('base64url').slice(0, 22);
+
+function isObject(v: unknown): v is Record<string, unknown> {
+  return typeof v === 'object' && v !== null && !Array.isArray(v);
+}
+
+/**
+ * Validates answers to *outstanding* keys only (unknown keys are ignored, T-31; the
+ * conformance suite sends `{"unknown-key":{"ignored":true}}` and expects an ack).
+ * @throws -32602 when an answer to an outstanding elicitation is not an ElicitResult (B-05.2).
+ */
+function validateResponses(outstanding: Record<string, unknown>, responses: Record<string, unknown>): void {
+  for (const [key, value] of Object.entries(responses)) {
+    const req = outstanding[key] as { method?: string } | undefined;
+    if (!req) continue;
+    if (!isObject(value)) throw invalidParams(`inputResponses["${key}"] must be an object`);
+    if (req.method === 'elicitation/create') {
+      if (!['accept', 'decline', 'cancel'].includes(value.action as string)) {
+        throw invalidParams(`inputResponses["${key}"].action must be "accept", "decline" or "cancel"`);
+      }
+      if (value.content !== undefined && !isObject(value.content)) throw invalidParams(`inputResponses["${key}"].content must be an object`);
+    }
+  }
+}
+
+/** Builds the per-request server factory. Expensive things live in `deps`, built once. */
+export function createServerFactory(deps: GatewayDeps): McpServerFactory {
+  const { config, store, queues, events, registry, log } = deps;
+  const codec = createRequestStateCodec<RequestStatePayload>({
+    key: config.requestState.key,
+    ttlSeconds: config.requestState.ttlSeconds,
+    bind: (ctx) => exchangeOf(ctx).principal,
+  });
+  const toolSettings = { researchPhaseMs: config.demo.researchPhaseMs };
+
+  const inlineContext = (ctx: ServerContext, step: number, state: unknown, responses: Record<string, unknown>, caps: Record<string, unknown>): ToolContext => ({
+    signal: ctx.mcpReq.signal,
+    mode: 'inline',
+    step,
+    state,
+    inputResponses: responses as Record<string, InputResponse>,
+    clientCapabilities: caps,
+    principal: exchangeOf(ctx).principal,
+    settings: toolSettings,
+    sleep: (ms) => abortableSleep(ms, ctx.mcpReq.signal),
+    progress: async () => undefined,
+  });
+
+  /** Maps a thrown tool error to the JSON-RPC error of a synchronous call. */
+  const toProtocolError = (e: unknown, tool: string): ProtocolError => {
+    if (e instanceof ProtocolError) return e;
+    if (e instanceof ToolProtocolError) return new ProtocolError(e.code, e.message, e.data);
+    log.error({ err: e, tool }, 'tool.inline_failed');
+    return new ProtocolError(ErrorCode.InternalError, `Tool ${tool} failed: ${(e as Error).message}`);
+  };
+
+  const mrtr = async (out: InputRequired, payload: RequestStatePayload, ctx: ServerContext) =>
+    sdkInputRequired({ inputRequests: out.inputRequests as never, requestState: await codec.mint(payload, ctx) });
+
+  /** Creates a task, enqueues step 1, then returns the handle (T-15, D4). */
+  async function startTask(tool: ToolDefinition, args: unknown, ctx: ServerContext, caps: Record<string, unknown>, mode: 'task' | 'sync'): Promise<TaskRecord> {
+    const ex = exchangeOf(ctx);
+    let rec: TaskRecord;
+    try {
+      rec = await store.create({
+        owner: ex.principal,
+        tool: tool.name,
+        args,
+        mode,
+        ttlMs: config.task.ttlMs,
+        pollIntervalMs: config.task.pollIntervalMs,
+        clientCapabilities: caps,
+      });
+    } catch (e) {
+      log.error({ err: (e as Error).message, tool: tool.name }, 'task.create_failed');
+      throw storeUnavailable();
+    }
+    try {
+      await queues.enqueueStep(rec.taskId, 1);
+    } catch (e) {
+      // Nothing may be left behind without a handle (D4, B-02c).
+      log.error({ err: (e as Error).message, taskId: rec.taskId }, 'task.enqueue_failed');
+      await Promise.allSettled([store.remove(rec.taskId), queues.tools.remove(stepJobId(rec.taskId, 1))]);
+      throw storeUnavailable();
+    }
+    store.scheduleReconcile(rec.taskId, config.worker.reconcileAfterMs, config.task.ttlMs).catch(() => undefined);
+    log.info({ taskId: rec.taskId, tool: tool.name, principal: ex.principal, mode }, 'task.created');
+    return rec;
+  }
+
+  /**
+   * Holds a synchronous call until its task ends or asks for input (D1). Re-reads the record
+   * on every status message and at least once a second (D5). Closing the request cancels
+   * the task (C-01).
+   */
+  async function waitSync(taskId: string, tool: ToolDefinition, args: unknown, ctx: ServerContext, caps: Record<string, unknown>) {
+    const channel = store.channel(taskId);
+    const signal = ctx.mcpReq.signal;
+    await events.subscribe(channel);
+    try {
+      for (;;) {
+        if (signal.aborted) {
+          await store.requestCancel(taskId, 'Cancelled: the client closed the request').catch(() => undefined);
+          log.info({ taskId, tool: tool.name }, 'sync.disconnected');
+          throw new ProtocolError(ErrorCode.InternalError, 'Request cancelled by client disconnect');
+        }
+        const rec = await store.get(taskId);
+        if (!rec) throw new ProtocolError(ErrorCode.InternalError, 'The task record expired before the tool finished');
+        switch (rec.status) {
+          case 'completed':
+            return { ...(rec.result ?? { content: [] }) };
+          case 'failed':
+            throw new ProtocolError(rec.error?.code ?? ErrorCode.InternalError, rec.error?.message ?? 'Tool failed', rec.error?.data);
+          case 'cancelled':
+            return { content: [{ type: 'text', text: rec.statusMessage ?? 'The tool was cancelled.' }], isError: true };
+          case 'input_required': {
+            if (caps.elicitation === undefined) {
+              await store.requestCancel(taskId, 'Cancelled: the client cannot answer input requests');
+              return {
+                content: [{ type: 'text', text: `${tool.name} needs to ask the user a question, but this client did not declare the elicitation capability.` }],
+                isError: true,
+              };
+            }
+            return sdkInputRequired({
+              inputRequests: rec.inputRequests as never,
+              requestState: await codec.mint({ k: 'sync', tool: tool.name, args: digest(args), taskId }, ctx),
+            });
+          }
+          default:
+            await events.next(channel, 1000, signal);
+        }
+      }
+    } finally {
+      await events.release(channel);
+    }
+  }
+
+  async function toolsCall(params: { name: string; arguments?: Record<string, unknown> }, ctx: ServerContext, era: 'legacy' | 'modern') {
+    const tool = registry.get(params.name);
+    if (!tool) throw invalidParams(`Unknown tool: ${params.name}`);
+    const parsed = tool.inputSchema.safeParse(params.arguments ?? {});
+    if (!parsed.success) {
+      throw invalidParams(`Invalid arguments for tool ${tool.name}: ${parsed.error.issues.map((i) => `${i.path.join('.') || '(root)'}: ${i.message}`).join('; ')}`);
+    }
+    let args: Record<string, unknown> = parsed.data;
+    const caps = clientCapabilities(ctx) ?? {};
+    const declares = era === 'modern' && declaresTasks(ctx);
+    if (tool.taskSupport === 'required' && !declares) throw tasksExtensionRequired(`tool ${tool.name}`);
+    const missing = missingCaps(tool.requiresCapabilities, caps);
+    if (missing) {
+      if (era === 'legacy') {
+        return { content: [{ type: 'text', text: `${tool.name} needs to ask the user questions, which this server cannot do over a 2025 protocol connection. Use a client that speaks MCP 2026-07-28.` }], isError: true };
+      }
+      throw missingCapability(missing, `Missing required client capability: ${tool.name} needs ${Object.keys(missing).join(', ')}`);
+    }
+    const rs = ctx.mcpReq.requestState() as RequestStatePayload | undefined;
+    if (rs && (rs.tool !== tool.name || rs.args !== digest(args))) {
+      throw invalidParams('requestState does not belong to this tool call');
+    }
+    const responses = ctx.mcpReq.inputResponses ?? {};
+
+    // MRTR retry of a synchronous call whose task is waiting for input.
+    if (rs?.k === 'sync') return resumeSync(rs.taskId, tool, args, ctx, caps, responses);
+
+    if (tool.runsIn === 'gateway') {
+      const step = rs?.k === 'inline' ? rs.step + 1 : 1;
+      try {
+        const out = await tool.run(args, inlineContext(ctx, step, rs?.k === 'inline' ? rs.state : undefined, responses, caps));
+        if (isInputRequired(out)) return mrtr(out, { k: 'inline', tool: tool.name, args: digest(args), step, state: out.state ?? null }, ctx);
+        return out;
+      } catch (e) {
+        if (e instanceof ToolCancelled) return { content: [{ type: 'text', text: e.message }], isError: true };
+        throw toProtocolError(e, tool.name);
+      }
+    }
+
+    if (tool.preTask) {
+      const step = rs?.k === 'pre' ? rs.step + 1 : 1;
+      const pre = await tool.preTask(args, inlineContext(ctx, step, rs?.k === 'pre' ? rs.state : undefined, responses, caps));
+      if ('kind' in pre && pre.kind === 'input_required') return mrtr(pre, { k: 'pre', tool: tool.name, args: digest(args), step, state: pre.state ?? null }, ctx);
+      args = (pre as { args: Record<string, unknown> }).args;
+    }
+
+    if (declares && tool.taskSupport !== 'forbidden') {
+      const rec = await startTask(tool, args, ctx, caps, 'task');
+      exchangeOf(ctx).createdTaskId = rec.taskId;
+      return toCreateTaskResult(rec);
+    }
+    const rec = await startTask(tool, args, ctx, caps, 'sync');
+    return waitSync(rec.taskId, tool, args, ctx, caps);
+  }
+
+  async function resumeSync(taskId: string, tool: ToolDefinition, args: unknown, ctx: ServerContext, caps: Record<string, unknown>, responses: Record<string, unknown>) {
+    const rec = await store.get(taskId);
+    if (!rec || rec.owner !== exchangeOf(ctx).principal) throw invalidParams('requestState refers to a call that no longer exists');
+    if (rec.status === 'input_required') {
+      validateResponses(rec.inputRequests, responses);
+      const r = await store.applyInputResponses(taskId, responses);
+      if (r.code === 'resumed') await resumeStep(taskId, r.step);
+    }
+    return waitSync(taskId, tool, args, ctx, caps);
+  }
+
+  /** Enqueues the next step after the last answer (D2); the reconciler covers a lost enqueue. */
+  async function resumeStep(taskId: string, step: number) {
+    try {
+      await queues.enqueueStep(taskId, step);
+    } catch (e) {
+      log.error({ err: (e as Error).message, taskId, step }, 'task.resume_enqueue_failed');
+    }
+    queues.cancelInputTimeout(taskId, step - 1).catch(() => undefined);
+    store.scheduleReconcile(taskId, config.worker.reconcileAfterMs, config.task.ttlMs).catch(() => undefined);
+  }
+
+  /** Reads a task the caller may see; -32602 for unknown, expired, malformed or foreign ids (T-44). */
+  async function ownTask(taskId: string, ctx: ServerContext): Promise<TaskRecord> {
+    if (!isWellFormedTaskId(taskId)) throw taskNotFound();
+    const rec = await store.get(taskId);
+    if (!rec || rec.mode !== 'task' || rec.owner !== exchangeOf(ctx).principal) throw taskNotFound();
+    return rec;
+  }
+
+  return ({ era }) => {
+    const server = new Server(SERVER_INFO, {
+      capabilities: { tools: {}, extensions: { [TASKS_EXTENSION]: {} } },
+      requestState: { verify: codec.verify },
+    });
+
+    server.setRequestHandler('tools/list', async () => ({ tools: registry.list() as never }));
+
+    server.setRequestHandler('tools/call', async (request, ctx) => {
+      return (await toolsCall(request.params as { name: string; arguments?: Record<string, unknown> }, ctx, era)) as never;
+    });
+
+    // tasks/get (T-21, T-22): pure read.
+    server.setRequestHandler('tasks/get', { params: TaskIdParams }, async (params, ctx) => {
+      if (!declaresTasks(ctx)) throw tasksExtensionRequired('tasks/get');
+      return toDetailedTask(await ownTask(params.taskId, ctx)) as never;
+    });
+
+    // tasks/update (T-27..T-32): answers applied atomically before the ack.
+    server.setRequestHandler('tasks/update', { params: TaskIdParams }, async (params, ctx) => {
+      if (!declaresTasks(ctx)) throw tasksExtensionRequired('tasks/update');
+      const rec = await ownTask(params.taskId, ctx);
+      const responses = ctx.mcpReq.inputResponses ?? {};
+      const dropped = (ctx.mcpReq.droppedInputResponseKeys ?? []).filter((k) => k in rec.inputRequests);
+      if (dropped.length) throw invalidParams(`inputResponses["${dropped[0]}"] is not a valid response`);
+      if (rec.status !== 'input_required') return {};
+      validateResponses(rec.inputRequests, responses);
+      const r = await store.applyInputResponses(rec.taskId, responses);
+      const unknown = Object.keys(responses).filter((k) => !(k in rec.inputRequests));
+      if (unknown.length) log.warn({ taskId: rec.taskId, keys: unknown.slice(0, 10) }, 'task.update_unknown_keys');
+      if (r.code === 'resumed') await resumeStep(rec.taskId, r.step);
+      log.info({ taskId: rec.taskId, outcome: r.code }, 'task.updated');
+      return {};
+    });
+
+    // tasks/cancel (T-35..T-38): ack at once; terminal tasks ack unchanged.
+    server.setRequestHandler('tasks/cancel', { params: TaskIdParams }, async (params, ctx) => {
+      if (!declaresTasks(ctx)) throw tasksExtensionRequired('tasks/cancel');
+      const rec = await ownTask(params.taskId, ctx);
+      const r = await store.requestCancel(rec.taskId);
+      if (r.code === 'gone') throw taskNotFound();
+      log.info({ taskId: rec.taskId, outcome: r.code }, 'task.cancel');
+      return {};
+    });
+
+    return server;
+  };
+}

@@ -1,0 +1,170 @@
+/**
+ * Worker process: runs tool steps from the `tools` queue, the input timeouts, and the
+ * reconciler (maintenance queue). Never imports Fastify.
+ *
+ * Signals: SIGTERM/SIGINT → stop fetching, let active steps finish for SHUTDOWN_GRACE_MS,
+ * then release the rest to the queue (another worker restarts them at once, bullmq-notes §4).
+ */
+import { Worker, type Job } from 'bullmq';
+import { Redis } from 'ioredis';
+import { ConfigError, loadConfig } from '@mcp-tasks/config';
+import { createLogger } from '@mcp-tasks/observability';
+import { TaskStore } from '@mcp-tasks/task-store';
+import {
+  bullPrefix,
+  connectOrExplain,
+  createRedis,
+  evictionPolicy,
+  JobQueues,
+  JOB_INPUT_TIMEOUT,
+  JOB_RECONCILE,
+  MAINTENANCE_QUEUE,
+  redisOptions,
+  TOOLS_QUEUE,
+  type StepJobData,
+} from '@mcp-tasks/jobs';
+import { createRegistry } from '@mcp-tasks/tools';
+import { createStepProcessor } from './processor.js';
+import { reconcileOnce } from './reconcile.js';
+
+async function main() {
+  let config;
+  try {
+    config = loadConfig();
+  } catch (e) {
+    if (e instanceof ConfigError) {
+      console.error(`worker: ${e.message}`);
+      process.exit(1);
+    }
+    throw e;
+  }
+  const log = createLogger('worker', config.logLevel);
+  const redis = createRedis(config.redisUrl, 'worker', 'mcp-worker');
+  const sub = createRedis(config.redisUrl, 'worker', 'mcp-worker-sub');
+  try {
+    await connectOrExplain(redis, config.redisUrl);
+    await connectOrExplain(sub, config.redisUrl);
+  } catch (e) {
+    console.error(`worker: ${(e as Error).message}`);
+    process.exit(1);
+  }
+  redis.on('error', (err) => log.warn({ err: err.message }, 'redis.error'));
+  sub.on('error', (err) => log.warn({ err: err.message }, 'redis.sub_error'));
+  const policy = await evictionPolicy(redis);
+  if (policy && policy !== 'noeviction') log.warn({ policy }, 'redis.eviction_policy_unsafe: set maxmemory-policy noeviction');
+
+  const store = new TaskStore(redis, config.keyPrefix);
+  const queues = new JobQueues(redis, config.keyPrefix);
+  const registry = createRegistry(config.toolsets);
+  let shuttingDown = false;
+
+  // BullMQ duplicates this client for its blocking connection.
+  const connection = new Redis(config.redisUrl, { ...redisOptions('worker'), connectionName: 'mcp-bull' });
+  connection.on('error', (err) => log.warn({ err: err.message }, 'redis.bull_error'));
+  const workerOpts = {
+    connection,
+    prefix: bullPrefix(config.keyPrefix),
+    concurrency: config.worker.concurrency,
+    lockDuration: config.worker.lockDurationMs,
+    stalledInterval: config.worker.stalledIntervalMs,
+    maxStalledCount: config.worker.maxStalledCount,
+  };
+
+  let toolsWorker: Worker | undefined;
+  const processStep = createStepProcessor({
+    store,
+    queues,
+    registry,
+    log,
+    settings: { researchPhaseMs: config.demo.researchPhaseMs },
+    inputTimeoutMs: config.task.inputTimeoutMs,
+    isShuttingDown: () => shuttingDown,
+    cancelLocal: (jobId, reason) => toolsWorker?.cancelJob(jobId, reason),
+  });
+
+  toolsWorker = new Worker<StepJobData>(
+    TOOLS_QUEUE,
+    async (job: Job<StepJobData>, token?: string, signal?: AbortSignal) => {
+      if (job.name === JOB_INPUT_TIMEOUT) {
+        const { taskId, step } = job.data;
+        const r = await store.fail(
+          taskId,
+          { expectStatus: 'input_required', expectStep: step },
+          { code: -32603, message: `No answer to the input request within ${config.task.inputTimeoutMs} ms`, data: { reason: 'input_timeout' } },
+          'Timed out waiting for input',
+        );
+        log.info({ taskId, step, outcome: r.code }, 'input.timeout');
+        return r.code;
+      }
+      return processStep(job, token, signal);
+    },
+    workerOpts,
+  );
+  toolsWorker.on('error', (err) => log.warn({ err: err.message }, 'worker.error'));
+  toolsWorker.on('lockRenewalFailed', (ids: string[]) => ids.forEach((id) => toolsWorker!.cancelJob(id, 'lock-lost')));
+  toolsWorker.on('failed', (job, err) => {
+    // A step job that failed without writing the task (e.g. stalled too often) fails the task.
+    if (!job || job.name === JOB_INPUT_TIMEOUT) return;
+    const { taskId, step } = job.data;
+    store
+      .fail(taskId, { expectStatus: 'working', expectStep: step }, { code: -32603, message: `Task step failed: ${err.message}` }, `Failed: ${err.message}`.slice(0, 200))
+      .then((r) => log.warn({ taskId, step, outcome: r.code, err: err.message }, 'step.job_failed'))
+      .catch(() => undefined);
+  });
+
+  // Cancel fan-out: every worker hears every cancel; cancelJob is a no-op where the job is not running.
+  await sub.subscribe(store.cancelChannel);
+  sub.on('message', (channel: string, jobId: string) => {
+    if (channel === store.cancelChannel) toolsWorker?.cancelJob(jobId, 'cancelled');
+  });
+
+  const maintenanceWorker = new Worker(
+    MAINTENANCE_QUEUE,
+    async (job) => {
+      if (job.name !== JOB_RECONCILE) return 'ignored';
+      const counts = await reconcileOnce({
+        store,
+        queues,
+        log,
+        afterMs: config.worker.reconcileAfterMs,
+        inputTimeoutMs: config.task.inputTimeoutMs,
+        maxTtlMs: config.task.ttlMs,
+      });
+      if (counts.failed || counts.requeued) log.info(counts, 'reconcile.done');
+      return counts;
+    },
+    { ...workerOpts, concurrency: 1 },
+  );
+  maintenanceWorker.on('error', (err) => log.warn({ err: err.message }, 'maintenance.error'));
+  await queues.maintenance.upsertJobScheduler(
+    'reconcile',
+    { every: config.worker.reconcileIntervalMs },
+    { name: JOB_RECONCILE, opts: { removeOnComplete: { count: 10 }, removeOnFail: { count: 50 } } },
+  );
+
+  log.info({ toolsets: config.toolsets, tools: registry.size, concurrency: config.worker.concurrency }, 'worker.ready');
+
+  const shutdown = async (sig: string) => {
+    if (shuttingDown) return;
+    shuttingDown = true;
+    log.info({ sig, graceMs: config.worker.shutdownGraceMs }, 'worker.draining');
+    const closing = Promise.all([toolsWorker!.close(), maintenanceWorker.close()]);
+    const timer = (ms: number) => new Promise((r) => setTimeout(r, ms).unref());
+    const finished = await Promise.race([closing.then(() => true), timer(config.worker.shutdownGraceMs).then(() => false)]);
+    if (!finished) {
+      log.info('worker.releasing_active_jobs');
+      toolsWorker!.cancelAllJobs('shutdown');
+      await Promise.race([closing, timer(5000)]);
+    }
+    await Promise.allSettled([queues.close(), sub.quit(), redis.quit()]);
+    log.info('worker.stopped');
+    process.exit(0);
+  };
+  process.once('SIGTERM', () => void shutdown('SIGTERM'));
+  process.once('SIGINT', () => void shutdown('SIGINT'));
+}
+
+main().catch((e) => {
+  console.error(`worker: fatal: ${(e as Error).message}`);
+  process.exit(1);
+});

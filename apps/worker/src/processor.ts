@@ -1,0 +1,197 @@
+/**
+ * Runs one step of a task as a BullMQ job (design D2, D3, D5).
+ *
+ * claim (new fence) → tool.run(args, ctx) → one fenced write: completed | input_required |
+ * failed | cancelled. Every write carries the fence, so a stale worker (lost lock, stall
+ * re-run elsewhere) can never change the task. The job's AbortSignal fires on
+ *  - `cancelled`: tasks/cancel or a disconnected synchronous caller (PUBLISH on the cancel
+ *    channel → worker.cancelJob; backstop: the cancel flag, polled every second and returned
+ *    by every progress write). The task is marked `cancelled` at once, fenced.
+ *  - `shutdown`: SIGTERM; the job is released to the queue for another worker (no stall).
+ *  - `lock-lost`: another worker owns the step now; this one stops writing.
+ */
+import { type Job, WaitingError } from 'bullmq';
+import type { Logger } from '@mcp-tasks/observability';
+import type { TaskStore } from '@mcp-tasks/task-store';
+import type { JobQueues, StepJobData } from '@mcp-tasks/jobs';
+import {
+  abortableSleep,
+  isInputRequired,
+  ToolCancelled,
+  ToolProtocolError,
+  type InputResponse,
+  type ToolContext,
+  type ToolRegistry,
+  type ToolSettings,
+} from '@mcp-tasks/tools';
+
+export interface ProcessorDeps {
+  store: TaskStore;
+  queues: JobQueues;
+  registry: ToolRegistry;
+  log: Logger;
+  settings: ToolSettings;
+  inputTimeoutMs: number;
+  isShuttingDown: () => boolean;
+  /** Aborts the job locally (BullMQ worker.cancelJob). */
+  cancelLocal: (jobId: string, reason: string) => void;
+}
+
+/** Suffix that makes a tool's logical input key unique for the task's life (T-29). */
+export const wireKey = (key: string, step: number) => `${key}.${step}`;
+
+function fromWireKeys(responses: Record<string, unknown>, prevStep: number): Record<string, InputResponse> {
+  const out: Record<string, InputResponse> = {};
+  const suffix = `.${prevStep}`;
+  for (const [k, v] of Object.entries(responses)) {
+    out[k.endsWith(suffix) ? k.slice(0, -suffix.length) : k] = v as InputResponse;
+  }
+  return out;
+}
+
+/** Truncates a status message to what clients show (~200 chars). */
+const short = (s: string) => (s.length > 200 ? `${s.slice(0, 197)}...` : s);
+
+/** Creates the BullMQ processor for step jobs. */
+export function createStepProcessor(deps: ProcessorDeps) {
+  const { store, queues, registry, log } = deps;
+
+  return async function processStep(job: Job<StepJobData>, token: string | undefined, signal?: AbortSignal): Promise<string> {
+    const { taskId, step } = job.data;
+    const jobLog = log.child({ taskId, jobId: job.id, step });
+    if (deps.isShuttingDown()) {
+      await job.moveToWait(token);
+      throw new WaitingError();
+    }
+    const claim = await store.claimStep(taskId, step, token ?? '');
+    if (claim.code !== 'ok') {
+      jobLog.info({ outcome: claim.code }, 'step.skipped');
+      return claim.code;
+    }
+    const { fence } = claim;
+    const tool = registry.get(claim.tool);
+    if (!tool) {
+      await store.fail(taskId, { fence }, { code: -32603, message: `Tool ${claim.tool} is not enabled on this worker` }, 'Tool not available');
+      return 'failed';
+    }
+    jobLog.info({ tool: tool.name, reruns: claim.reruns }, 'step.started');
+
+    // The tool's signal: aborted by the job's signal (cancel / shutdown / lock lost).
+    const ac = new AbortController();
+    let cancelWrite: Promise<unknown> | undefined;
+    const onAbort = () => {
+      const reason = String(signal?.reason ?? 'cancelled');
+      if (reason === 'cancelled' && !cancelWrite) {
+        cancelWrite = store.markCancelled(taskId, fence, 'Cancelled by client request').catch((e) => jobLog.error({ err: e }, 'cancel.write_failed'));
+      }
+      ac.abort(reason);
+    };
+    signal?.addEventListener('abort', onAbort, { once: true });
+    if (signal?.aborted) onAbort();
+
+    // Backstop for a lost cancel message: poll the flag every second.
+    const poll = setInterval(() => {
+      store
+        .isCancelRequested(taskId)
+        .then((yes) => yes && !ac.signal.aborted && deps.cancelLocal(job.id!, 'cancelled'))
+        .catch(() => undefined);
+    }, 1000);
+
+    let lastProgressAt = 0;
+    let trailing: ReturnType<typeof setTimeout> | undefined;
+    const writeProgress = async (done: number, total: number | undefined, message: string | undefined) => {
+      const statusMessage = short(message ?? (total ? `${done} of ${total}` : `${done}`));
+      const progress = total === undefined ? { progress: done } : { progress: done, total };
+      const r = await store.reportProgress(taskId, fence, { statusMessage, progress });
+      if (r.code === 'ok' && r.cancelRequested && !ac.signal.aborted) deps.cancelLocal(job.id!, 'cancelled');
+      if (r.code !== 'ok' && !ac.signal.aborted) ac.abort(r.code === 'fenced' ? 'lock-lost' : 'cancelled');
+    };
+    const ctx: ToolContext = {
+      signal: ac.signal,
+      mode: claim.mode,
+      step,
+      taskId,
+      inputResponses: fromWireKeys(claim.inputResponses, step - 1),
+      state: claim.state,
+      clientCapabilities: claim.clientCapabilities,
+      principal: '',
+      settings: deps.settings,
+      sleep: (ms) => abortableSleep(ms, ac.signal),
+      async progress(done, total, message) {
+        if (ac.signal.aborted) return;
+        // Coalesce to at most one write per 200 ms; the last value always lands.
+        const now = Date.now();
+        if (trailing) clearTimeout(trailing);
+        if (now - lastProgressAt >= 200) {
+          lastProgressAt = now;
+          await writeProgress(done, total, message);
+        } else {
+          trailing = setTimeout(() => {
+            lastProgressAt = Date.now();
+            void writeProgress(done, total, message).catch(() => undefined);
+          }, 200 - (now - lastProgressAt));
+        }
+      },
+    };
+
+    const aborted = new Promise<'aborted'>((resolve) => {
+      if (ac.signal.aborted) resolve('aborted');
+      ac.signal.addEventListener('abort', () => resolve('aborted'), { once: true });
+    });
+    try {
+      const run = tool.run(claim.args as never, ctx);
+      run.catch(() => undefined); // an abandoned run may reject later
+      const outcome = await Promise.race([run, aborted]);
+      if (outcome === 'aborted' || ac.signal.aborted) return await afterAbort();
+      if (isInputRequired(outcome)) {
+        const requests = Object.fromEntries(Object.entries(outcome.inputRequests).map(([k, v]) => [wireKey(k, step), v]));
+        const r = await store.parkForInput(taskId, fence, requests, outcome.state ?? null, short(outcome.statusMessage ?? 'Waiting for input'));
+        if (r.code === 'key_reused') {
+          await store.fail(taskId, { fence }, { code: -32603, message: `Tool reused input key ${r.key}` }, 'Internal error');
+          return 'failed';
+        }
+        if (r.code === 'ok') await queues.scheduleInputTimeout(taskId, step, deps.inputTimeoutMs);
+        jobLog.info({ outcome: r.code, keys: Object.keys(requests) }, 'step.parked');
+        return r.code === 'ok' ? 'input_required' : r.code;
+      }
+      const r = await store.complete(taskId, fence, { ...outcome }, outcome.isError ? 'Finished with a tool error' : 'Done');
+      jobLog.info({ outcome: r.code, isError: outcome.isError === true }, 'step.completed');
+      return r.code === 'ok' ? 'completed' : r.code;
+    } catch (e) {
+      if (ac.signal.aborted) return await afterAbort();
+      if (e instanceof ToolCancelled) {
+        await store.markCancelled(taskId, fence, short(e.message));
+        jobLog.info({ reason: e.message }, 'step.cancelled_by_tool');
+        return 'cancelled';
+      }
+      const error =
+        e instanceof ToolProtocolError
+          ? { code: e.code, message: e.message, ...(e.data === undefined ? {} : { data: e.data }) }
+          : { code: -32603, message: `Tool ${tool.name} failed: ${(e as Error).message ?? String(e)}` };
+      await store.fail(taskId, { fence }, error, short(error.message));
+      jobLog.warn({ err: e, code: error.code }, 'step.failed');
+      return 'failed';
+    } finally {
+      clearInterval(poll);
+      if (trailing) clearTimeout(trailing);
+      signal?.removeEventListener('abort', onAbort);
+    }
+
+    async function afterAbort(): Promise<string> {
+      const reason = String(ac.signal.reason);
+      if (reason === 'shutdown') {
+        jobLog.info('step.released');
+        await job.moveToWait(token);
+        throw new WaitingError();
+      }
+      if (reason === 'cancelled') {
+        if (!cancelWrite) cancelWrite = store.markCancelled(taskId, fence, 'Cancelled by client request');
+        await cancelWrite;
+        jobLog.info('step.cancelled');
+        return 'cancelled';
+      }
+      jobLog.warn({ reason }, 'step.abandoned');
+      return reason;
+    }
+  };
+}

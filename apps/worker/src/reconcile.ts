@@ -1,0 +1,79 @@
+/**
+ * The reconciler (design D5, case B-16): a BullMQ repeatable job on the maintenance queue
+ * (one run at a time across all workers) that looks at live tasks whose "next check" time
+ * has come (zset `<prefix>:tasks:reconcile`) and repairs what messages and crashes can lose:
+ *  - a `working` task whose step job is gone: unclaimed resume (step > 1) → re-enqueued;
+ *    otherwise → `failed` ("job lost");
+ *  - a `working` task whose step job ended (completed/failed) without a task write → `failed`;
+ *  - an `input_required` task whose input-timeout job was lost → `failed` after the timeout;
+ *  - terminal or expired tasks → dropped from the index.
+ * Tasks that reported progress recently are not checked (they are alive).
+ */
+import type { Logger } from '@mcp-tasks/observability';
+import type { TaskStore } from '@mcp-tasks/task-store';
+import type { JobQueues } from '@mcp-tasks/jobs';
+
+export interface ReconcileDeps {
+  store: TaskStore;
+  queues: JobQueues;
+  log: Logger;
+  /** A working task untouched this long is checked against its job (ms). */
+  afterMs: number;
+  inputTimeoutMs: number;
+  maxTtlMs: number;
+  batch?: number;
+}
+
+const LIVE_JOB_STATES = new Set(['active', 'waiting', 'delayed', 'prioritized', 'waiting-children']);
+
+/** One reconcile pass. Returns counts for logs and tests. */
+export async function reconcileOnce(deps: ReconcileDeps, now = Date.now()) {
+  const { store, queues, log, afterMs } = deps;
+  const redis = store.redis;
+  const ids = await redis.zrangebyscore(store.reconcileKey, '-inf', now, 'LIMIT', 0, deps.batch ?? 500);
+  const counts = { checked: ids.length, dropped: 0, failed: 0, requeued: 0 };
+  const later = (id: string, at: number) => redis.zadd(store.reconcileKey, at, id);
+  for (const taskId of ids) {
+    const rec = await store.get(taskId);
+    if (!rec || rec.status === 'completed' || rec.status === 'failed' || rec.status === 'cancelled') {
+      await redis.zrem(store.reconcileKey, taskId);
+      counts.dropped++;
+      continue;
+    }
+    if (rec.status === 'input_required') {
+      if (now - rec.lastUpdatedAt > deps.inputTimeoutMs + afterMs) {
+        await store.fail(taskId, { expectStatus: 'input_required', expectStep: rec.step },
+          { code: -32603, message: `No answer to the input request within ${deps.inputTimeoutMs} ms`, data: { reason: 'input_timeout' } },
+          'Timed out waiting for input');
+        counts.failed++;
+      } else {
+        await later(taskId, now + afterMs);
+      }
+      continue;
+    }
+    if (now - rec.lastUpdatedAt < afterMs) {
+      await later(taskId, rec.lastUpdatedAt + afterMs);
+      continue;
+    }
+    const state = await queues.stepState(taskId, rec.step);
+    if (LIVE_JOB_STATES.has(state)) {
+      await later(taskId, now + afterMs);
+      continue;
+    }
+    if (state === 'unknown' && rec.claimedStep !== rec.step && rec.step > 1 && !rec.cancelRequested) {
+      await queues.enqueueStep(taskId, rec.step);
+      await later(taskId, now + afterMs);
+      log.warn({ taskId, step: rec.step }, 'reconcile.requeued');
+      counts.requeued++;
+      continue;
+    }
+    const why = state === 'unknown' ? 'its job was lost' : `its job ended (${state}) without recording an outcome`;
+    const r = await store.fail(taskId, { expectStatus: 'working', expectStep: rec.step },
+      { code: -32603, message: `Task step ${rec.step} did not finish: ${why}`, data: { reason: 'job_lost', jobState: state } },
+      `Failed: ${why}`);
+    log.warn({ taskId, step: rec.step, jobState: state, outcome: r.code }, 'reconcile.failed');
+    if (r.code === 'ok') counts.failed++;
+    await redis.zrem(store.reconcileKey, taskId);
+  }
+  return counts;
+}

@@ -1,0 +1,142 @@
+/**
+ * Typed configuration from the environment, validated once at start (design §5).
+ *
+ * Every variable is documented in `.env.example`. `loadConfig()` throws a
+ * `ConfigError` whose message is one line naming the variable and what is
+ * wrong; the apps print that line and exit 1 (no stack trace).
+ */
+import { z } from 'zod';
+
+/** Tool sets a deployment can enable through `MCP_TOOLSETS`. */
+export const TOOLSETS = ['demo', 'conformance', 'testing'] as const;
+export type Toolset = (typeof TOOLSETS)[number];
+
+const DEV_REQUEST_STATE_KEY = 'dev-only-request-state-key-change-me-0123456789';
+
+const intMs = (def: number, min = 0) => z.coerce.number().int().min(min).default(def);
+
+const schema = z.object({
+  NODE_ENV: z.string().default('development'),
+  HOST: z.string().min(1).default('127.0.0.1'),
+  PORT: z.coerce.number().int().min(0).max(65535).default(3000),
+  REDIS_URL: z
+    .string()
+    .default('redis://127.0.0.1:6379')
+    .refine((v) => /^rediss?:\/\//.test(v), 'must start with redis:// or rediss://'),
+  /** Prefix of every Redis key this service writes (task keys and BullMQ queues). */
+  REDIS_KEY_PREFIX: z
+    .string()
+    .regex(/^[A-Za-z0-9_.-]+$/, 'letters, digits, "_", "." or "-" only')
+    .default('mcp'),
+  MCP_TOOLSETS: z
+    .string()
+    .default('demo')
+    .transform((v, ctx) => {
+      const list = v.split(',').map((s) => s.trim()).filter(Boolean);
+      for (const s of list) {
+        if (!(TOOLSETS as readonly string[]).includes(s)) {
+          ctx.addIssue({ code: 'custom', message: `unknown tool set "${s}" (known: ${TOOLSETS.join(', ')})` });
+          return z.NEVER;
+        }
+      }
+      return [...new Set(list)] as Toolset[];
+    }),
+  /** `ttlMs` given to new tasks, counted from `createdAt` (T-24). Default 24 h. */
+  TASK_TTL_MS: intMs(86_400_000, 1000),
+  /** `pollIntervalMs` suggested to clients (T-17). Default 2000 ms. */
+  TASK_POLL_INTERVAL_MS: intMs(2000, 100),
+  /** How long a task may wait in `input_required` before it ends `failed` (B-05). Default 6 h. */
+  TASK_INPUT_TIMEOUT_MS: intMs(21_600_000, 500),
+  /** Key (>= 32 bytes) that signs MRTR `requestState`; the same on every replica (D7, M-05). */
+  REQUEST_STATE_KEY: z.string().min(32, 'must be at least 32 characters').optional(),
+  /** Lifetime of a minted `requestState`, in seconds. */
+  REQUEST_STATE_TTL_S: z.coerce.number().int().min(1).default(600),
+  WORKER_CONCURRENCY: z.coerce.number().int().min(1).max(10_000).default(50),
+  /** BullMQ lock duration and stall check interval (bullmq-notes §4). */
+  WORKER_LOCK_DURATION_MS: intMs(15_000, 1000),
+  WORKER_STALLED_INTERVAL_MS: intMs(5000, 500),
+  WORKER_MAX_STALLED_COUNT: z.coerce.number().int().min(0).default(2),
+  /** Grace period on SIGTERM before active jobs are released back to the queue. */
+  SHUTDOWN_GRACE_MS: intMs(10_000, 0),
+  /** How often the reconciler looks for tasks whose job was lost (B-16). */
+  RECONCILE_INTERVAL_MS: intMs(5000, 200),
+  /** A `working` task untouched this long is checked against its BullMQ job. */
+  RECONCILE_AFTER_MS: intMs(10_000, 100),
+  /** `deep_research`: length of each of its two phases. */
+  DEMO_RESEARCH_PHASE_MS: intMs(20_000, 0),
+  LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
+  /** Largest accepted request body, in bytes (413 above it). */
+  MAX_BODY_BYTES: z.coerce.number().int().min(1024).default(4 * 1024 * 1024),
+});
+
+/** The validated configuration. Durations are milliseconds unless the name says otherwise. */
+export interface Config {
+  env: string;
+  host: string;
+  port: number;
+  redisUrl: string;
+  keyPrefix: string;
+  toolsets: Toolset[];
+  task: { ttlMs: number; pollIntervalMs: number; inputTimeoutMs: number };
+  requestState: { key: string; ttlSeconds: number; isDevKey: boolean };
+  worker: {
+    concurrency: number;
+    lockDurationMs: number;
+    stalledIntervalMs: number;
+    maxStalledCount: number;
+    shutdownGraceMs: number;
+    reconcileIntervalMs: number;
+    reconcileAfterMs: number;
+  };
+  demo: { researchPhaseMs: number };
+  logLevel: string;
+  maxBodyBytes: number;
+}
+
+/** Thrown by `loadConfig` with a one-line, user-facing message. */
+export class ConfigError extends Error {
+  override name = 'ConfigError';
+}
+
+/**
+ * Parses and validates `env` (default `process.env`).
+ * @throws ConfigError naming the first bad variable, e.g. `PORT: expected number, received NaN`.
+ */
+export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
+  const parsed = schema.safeParse(env);
+  if (!parsed.success) {
+    const issue = parsed.error.issues[0]!;
+    throw new ConfigError(`invalid configuration: ${issue.path.join('.')}: ${issue.message}`);
+  }
+  const e = parsed.data;
+  const production = e.NODE_ENV === 'production';
+  if (production && !e.REQUEST_STATE_KEY) {
+    throw new ConfigError('invalid configuration: REQUEST_STATE_KEY must be set (>= 32 characters, same on every replica) when NODE_ENV=production');
+  }
+  return {
+    env: e.NODE_ENV,
+    host: e.HOST,
+    port: e.PORT,
+    redisUrl: e.REDIS_URL,
+    keyPrefix: e.REDIS_KEY_PREFIX,
+    toolsets: e.MCP_TOOLSETS,
+    task: { ttlMs: e.TASK_TTL_MS, pollIntervalMs: e.TASK_POLL_INTERVAL_MS, inputTimeoutMs: e.TASK_INPUT_TIMEOUT_MS },
+    requestState: {
+      key: e.REQUEST_STATE_KEY ?? DEV_REQUEST_STATE_KEY,
+      ttlSeconds: e.REQUEST_STATE_TTL_S,
+      isDevKey: !e.REQUEST_STATE_KEY,
+    },
+    worker: {
+      concurrency: e.WORKER_CONCURRENCY,
+      lockDurationMs: e.WORKER_LOCK_DURATION_MS,
+      stalledIntervalMs: e.WORKER_STALLED_INTERVAL_MS,
+      maxStalledCount: e.WORKER_MAX_STALLED_COUNT,
+      shutdownGraceMs: e.SHUTDOWN_GRACE_MS,
+      reconcileIntervalMs: e.RECONCILE_INTERVAL_MS,
+      reconcileAfterMs: e.RECONCILE_AFTER_MS,
+    },
+    demo: { researchPhaseMs: e.DEMO_RESEARCH_PHASE_MS },
+    logLevel: e.LOG_LEVEL,
+    maxBodyBytes: e.MAX_BODY_BYTES,
+  };
+}

@@ -1,0 +1,60 @@
+/**
+ * Per-process subscriber for task status channels (`<prefix>:task:<taskId>`), used by a
+ * gateway holding a synchronous request open. Messages are hints (D5): the waiter re-reads
+ * the record on every message and at least every `pollMs`, so a lost message costs at most
+ * `pollMs`. Listeners exist only while a request waits (no per-task memory otherwise, B-16).
+ */
+import type { Redis } from 'ioredis';
+
+type Listener = () => void;
+
+export class TaskEvents {
+  private readonly listeners = new Map<string, Set<Listener>>();
+
+  constructor(private readonly sub: Redis) {
+    sub.on('message', (channel: string) => {
+      for (const l of this.listeners.get(channel) ?? []) l();
+    });
+  }
+
+  /**
+   * Resolves on the next message on `channel`, after `timeoutMs`, or when `signal` aborts,
+   * whichever comes first. Never rejects.
+   */
+  /** Subscribes to `channel` (call before the first read of the record, so no change is missed). */
+  async subscribe(channel: string): Promise<void> {
+    if (this.listeners.has(channel)) return;
+    this.listeners.set(channel, new Set());
+    await this.sub.subscribe(channel).catch(() => undefined);
+  }
+
+  async next(channel: string, timeoutMs: number, signal?: AbortSignal): Promise<void> {
+    await this.subscribe(channel);
+    const listeners = this.listeners.get(channel)!;
+    await new Promise<void>((resolve) => {
+      const done = () => {
+        clearTimeout(timer);
+        listeners.delete(done);
+        signal?.removeEventListener('abort', done);
+        resolve();
+      };
+      const timer = setTimeout(done, timeoutMs);
+      listeners.add(done);
+      signal?.addEventListener('abort', done, { once: true });
+    });
+  }
+
+  /** Drops the subscription of `channel` when nobody waits on it any more. */
+  async release(channel: string): Promise<void> {
+    const set = this.listeners.get(channel);
+    if (set && set.size === 0) {
+      this.listeners.delete(channel);
+      await this.sub.unsubscribe(channel).catch(() => undefined);
+    }
+  }
+
+  /** Number of channels with waiters (for metrics and the memory test). */
+  get size(): number {
+    return this.listeners.size;
+  }
+}

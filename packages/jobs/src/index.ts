@@ -1,0 +1,88 @@
+/**
+ * The BullMQ side shared by gateway and worker: queues, job payloads, job ids, and the
+ * cross-process signals (design D5). One BullMQ job per task step, job id
+ * `t.<taskId>.<step>`, so re-adding a step is idempotent (bullmq-notes §1).
+ *
+ * Redis keys (owned by BullMQ's retention settings below):
+ *   `<prefix>:{jobs}:tools:*`        step jobs and input-timeout jobs
+ *   `<prefix>:{jobs}:maintenance:*`  the reconciler's repeatable job
+ */
+import { Queue, type JobsOptions } from 'bullmq';
+import type { Redis } from 'ioredis';
+import { stepJobId } from '@mcp-tasks/task-store';
+
+export * from './redis.js';
+export { TaskEvents } from './events.js';
+
+export const TOOLS_QUEUE = 'tools';
+export const MAINTENANCE_QUEUE = 'maintenance';
+
+/** Job names on the tools queue. */
+export const JOB_STEP = 'step';
+export const JOB_INPUT_TIMEOUT = 'input-timeout';
+export const JOB_RECONCILE = 'reconcile';
+
+/** Payload of a step job and of an input-timeout job. */
+export interface StepJobData {
+  taskId: string;
+  step: number;
+}
+
+/** BullMQ prefix: one hash tag so every queue key sits in one Cluster slot (bullmq-notes §7). */
+export function bullPrefix(keyPrefix: string): string {
+  return `${keyPrefix}:{jobs}`;
+}
+
+/** Retention: finished jobs are kept 1 day (the dedup window of step ids), failed ones 7 days. */
+export const JOB_RETENTION: Pick<JobsOptions, 'removeOnComplete' | 'removeOnFail'> = {
+  removeOnComplete: { age: 86_400, count: 20_000 },
+  removeOnFail: { age: 7 * 86_400, count: 20_000 },
+};
+
+/** Events stream cap per queue. */
+export const EVENTS_MAX_LEN = 1000;
+
+/** The queues a gateway or worker writes to. */
+export class JobQueues {
+  readonly tools: Queue;
+  readonly maintenance: Queue;
+
+  constructor(connection: Redis, keyPrefix: string) {
+    const opts = { connection, prefix: bullPrefix(keyPrefix), streams: { events: { maxLen: EVENTS_MAX_LEN } } };
+    this.tools = new Queue(TOOLS_QUEUE, opts);
+    this.maintenance = new Queue(MAINTENANCE_QUEUE, opts);
+  }
+
+  /** Enqueues step `step` of a task (idempotent: same job id). */
+  async enqueueStep(taskId: string, step: number): Promise<void> {
+    await this.tools.add(JOB_STEP, { taskId, step } satisfies StepJobData, {
+      jobId: stepJobId(taskId, step),
+      attempts: 1,
+      ...JOB_RETENTION,
+    });
+  }
+
+  /** Schedules the end of an `input_required` wait (B-05.6). */
+  async scheduleInputTimeout(taskId: string, step: number, delayMs: number): Promise<void> {
+    await this.tools.add(JOB_INPUT_TIMEOUT, { taskId, step } satisfies StepJobData, {
+      jobId: `${stepJobId(taskId, step)}.timeout`,
+      delay: delayMs,
+      attempts: 1,
+      ...JOB_RETENTION,
+    });
+  }
+
+  /** Removes a pending input timeout once the answer came (best effort; the job re-checks anyway). */
+  async cancelInputTimeout(taskId: string, step: number): Promise<void> {
+    await this.tools.remove(`${stepJobId(taskId, step)}.timeout`).catch(() => 0);
+  }
+
+  /** BullMQ state of a step's job (`unknown` when it does not exist). */
+  async stepState(taskId: string, step: number): Promise<string> {
+    return this.tools.getJobState(stepJobId(taskId, step));
+  }
+
+  async close(): Promise<void> {
+    await Promise.allSettled([this.tools.close(), this.maintenance.close()]);
+  }
+}

@@ -1,0 +1,58 @@
+/**
+ * ioredis clients with the settings measured in bullmq-notes §5.
+ *  - `request`: gateway request path. Fails fast while Redis is away (offline queue off,
+ *    1 retry, 2 s command timeout) so a client gets an error, never a ghost write later.
+ *  - `worker`: workers and subscribers. Commands wait for the reconnect (BullMQ requires
+ *    `maxRetriesPerRequest: null` on blocking connections), so a finished step's write lands.
+ * Reconnect back-off is capped at 2 s (BullMQ's default grows to 20 s).
+ */
+import { Redis, type RedisOptions } from 'ioredis';
+
+export type RedisRole = 'request' | 'worker';
+
+export const retryStrategy = (times: number): number => Math.min(100 * 2 ** times, 2000);
+
+/** Connection options for a role. */
+export function redisOptions(role: RedisRole): RedisOptions {
+  return role === 'request'
+    ? { maxRetriesPerRequest: 1, enableOfflineQueue: false, commandTimeout: 2000, retryStrategy, connectTimeout: 5000 }
+    : { maxRetriesPerRequest: null, retryStrategy, connectTimeout: 5000 };
+}
+
+/** Creates a client for `url`; the caller attaches an `error` listener (log) and waits for `ready`. */
+export function createRedis(url: string, role: RedisRole, name: string): Redis {
+  return new Redis(url, { ...redisOptions(role), connectionName: name, lazyConnect: true });
+}
+
+/**
+ * Connects and pings within `timeoutMs`.
+ * @throws Error with a one-line message that says what to do (used at process start).
+ */
+export async function connectOrExplain(redis: Redis, url: string, timeoutMs = 5000): Promise<void> {
+  const safeUrl = url.replace(/\/\/[^@/]*@/, '//***@');
+  try {
+    await Promise.race([
+      (async () => {
+        await redis.connect();
+        await redis.ping();
+      })(),
+      new Promise((_, reject) => setTimeout(() => reject(new Error(`no answer within ${timeoutMs} ms`)), timeoutMs)),
+    ]);
+  } catch (e) {
+    const why = (e as Error).message || String(e);
+    redis.disconnect();
+    throw new Error(
+      `cannot reach Redis at ${safeUrl} (${why}). Start one (e.g. \`redis-server --port 6379\`) or set REDIS_URL to a reachable Redis.`,
+    );
+  }
+}
+
+/** Warns when Redis may evict keys (BullMQ and the task records need `noeviction`). */
+export async function evictionPolicy(redis: Redis): Promise<string | undefined> {
+  try {
+    const r = (await redis.config('GET', 'maxmemory-policy')) as string[];
+    return r[1];
+  } catch {
+    return undefined;
+  }
+}

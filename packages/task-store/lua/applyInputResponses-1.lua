@@ -1,0 +1,28 @@
+-- applyInputResponses: tasks/update stores answers to outstanding keys, atomically, before
+-- the ack (read-your-writes). Unknown / already answered keys are ignored (T-31); a partial
+-- set keeps the task input_required (T-32); the last answer moves it to working, step + 1.
+-- KEYS[1] task hash
+-- ARGV[1] now, ARGV[2] notify channel, ARGV[3..] key, response JSON pairs
+-- Returns {'gone'} | {'ignored', status} | {'partial', applied} | {'resumed', step, applied}
+--@include common
+local key = KEYS[1]
+if redis.call('EXISTS', key) == 0 then return {'gone'} end
+local st = redis.call('HGET', key, 'status')
+if st ~= 'input_required' then return {'ignored', st} end
+local applied = 0
+for i = 3, #ARGV, 2 do
+  local f = 'req:' .. ARGV[i]
+  if redis.call('HEXISTS', key, f) == 1 then
+    redis.call('HDEL', key, f)
+    redis.call('HSET', key, 'resp:' .. ARGV[i], ARGV[i + 1])
+    applied = applied + 1
+  end
+end
+if applied == 0 then return {'ignored', st} end
+local pending = redis.call('HINCRBY', key, 'pending', -applied)
+redis.call('HSET', key, 'lastUpdatedAt', ARGV[1])
+if pending > 0 then return {'partial', tostring(applied)} end
+local step = redis.call('HINCRBY', key, 'step', 1)
+redis.call('HSET', key, 'status', 'working', 'pending', 0, 'statusMessage', 'Resuming with your answer')
+notify(ARGV[2], 'working')
+return {'resumed', tostring(step), tostring(applied)}

@@ -1,0 +1,28 @@
+-- claimStep: a worker starts running step ARGV[1]; takes a new fence (D3).
+-- KEYS[1] task hash
+-- ARGV[1] step, ARGV[2] job lock token, ARGV[3] now (ms), ARGV[4] notify channel
+-- Returns {'ok', fence, tool, args, state, reruns, mode, caps, respFieldsJSON...}
+--      or {'gone'} | {'terminal', status} | {'cancelled'} | {'stale', status}
+--@include common
+local key = KEYS[1]
+if redis.call('EXISTS', key) == 0 then return {'gone'} end
+local cur = redis.call('HMGET', key, 'status', 'step', 'cancelRequested', 'claimedStep')
+if isTerminal(cur[1]) then return {'terminal', cur[1]} end
+if cur[3] == '1' then
+  finish(key, 'cancelled', ARGV[3], 'Cancelled before it started', ARGV[4])
+  return {'cancelled'}
+end
+if cur[1] ~= 'working' or cur[2] ~= ARGV[1] then return {'stale', cur[1] or ''} end
+local fence = redis.call('HINCRBY', key, 'fence', 1)
+if cur[4] == ARGV[1] then redis.call('HINCRBY', key, 'reruns', 1) end
+redis.call('HSET', key, 'claimedStep', ARGV[1], 'jobOwner', ARGV[2])
+local info = redis.call('HMGET', key, 'tool', 'args', 'state', 'reruns', 'mode', 'caps')
+local out = {'ok', tostring(fence), info[1] or '', info[2] or '{}', info[3] or '', info[4] or '0', info[5] or 'task', info[6] or '{}'}
+local all = redis.call('HGETALL', key)
+for i = 1, #all, 2 do
+  if string.sub(all[i], 1, 5) == 'resp:' then
+    out[#out + 1] = string.sub(all[i], 6)
+    out[#out + 1] = all[i + 1]
+  end
+end
+return out

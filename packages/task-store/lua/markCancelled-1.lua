@@ -1,0 +1,10 @@
+-- markCancelled: the worker running the step saw its AbortSignal fire for a cancel (or the
+-- tool ended the task, e.g. the user declined) -> cancelled. Fenced.
+-- KEYS[1] task hash
+-- ARGV[1] fence, ARGV[2] now, ARGV[3] statusMessage, ARGV[4] notify channel
+--@include common
+local key = KEYS[1]
+local bad = checkFence(key, ARGV[1])
+if bad then return bad end
+finish(key, 'cancelled', ARGV[2], ARGV[3], ARGV[4])
+return {'ok'}

@@ -1,0 +1,411 @@
+/**
+ * The task record in Redis (design D3, D4): one hash per task, written only through the
+ * Lua scripts in `../lua/` (one file per transition, named `<transition>-<numKeys>.lua`).
+ * Knows nothing of HTTP or BullMQ.
+ *
+ * Keys (hash tag per task so one task's keys share a Cluster slot):
+ *   `<prefix>:{t:<taskId>}:task`  hash, PEXPIREAT createdAt + ttlMs (T-24)
+ *   `<prefix>:tasks:reconcile`    zset of live task ids scored by "next check" time (ms);
+ *                                 PEXPIRE refreshed on every add (max ttl + 1 day)
+ * Channels (hints only, D5):
+ *   `<prefix>:task:<taskId>`      new status after every transition
+ *   `<prefix>:cancel`             job ids whose AbortSignal must fire
+ */
+import { randomUUID } from 'node:crypto';
+import type { Redis } from 'ioredis';
+import { loadScripts } from './scripts.js';
+
+export { toDetailedTask, toCreateTaskResult, TERMINAL_STATUSES, isTerminal } from './wire.js';
+export type { DetailedTask, TaskStatus, JsonRpcErrorObject } from './wire.js';
+
+import type { TaskStatus, JsonRpcErrorObject } from './wire.js';
+
+/** Whether the task was created for a client holding a task handle, or for a synchronous call. */
+export type TaskMode = 'task' | 'sync';
+
+/** A task record as read from Redis. Times are unix milliseconds. */
+export interface TaskRecord {
+  taskId: string;
+  status: TaskStatus;
+  owner: string;
+  tool: string;
+  args: unknown;
+  mode: TaskMode;
+  createdAt: number;
+  lastUpdatedAt: number;
+  ttlMs: number;
+  pollIntervalMs: number;
+  step: number;
+  fence: number;
+  claimedStep: number | null;
+  statusMessage?: string;
+  progress?: { progress: number; total?: number };
+  /** Outstanding input requests, by wire key (T-21: all of them). */
+  inputRequests: Record<string, unknown>;
+  /** Answers received for the current round, by wire key. */
+  inputResponses: Record<string, unknown>;
+  result?: Record<string, unknown>;
+  error?: JsonRpcErrorObject;
+  cancelRequested: boolean;
+  reruns: number;
+}
+
+/** What `claimStep` hands the worker that may now run the step. */
+export interface StepClaim {
+  fence: string;
+  tool: string;
+  args: unknown;
+  state: unknown;
+  reruns: number;
+  mode: TaskMode;
+  clientCapabilities: Record<string, unknown>;
+  inputResponses: Record<string, unknown>;
+}
+
+/** Outcome of a fenced write. `ok` means it was applied. */
+export type WriteOutcome =
+  | { code: 'ok' }
+  | { code: 'gone' }
+  | { code: 'terminal'; status: TaskStatus }
+  | { code: 'fenced' | 'stale'; status: string }
+  | { code: 'cancelled' }
+  | { code: 'key_reused'; key: string };
+
+export type CancelOutcome =
+  | { code: 'gone' }
+  | { code: 'terminal'; status: TaskStatus }
+  | { code: 'cancelled' }
+  | { code: 'requested'; jobId: string };
+
+export type ApplyOutcome =
+  | { code: 'gone' }
+  | { code: 'ignored'; status: string }
+  | { code: 'partial'; applied: number }
+  | { code: 'resumed'; step: number; applied: number };
+
+export interface CreateTaskInput {
+  owner: string;
+  tool: string;
+  args: unknown;
+  mode: TaskMode;
+  ttlMs: number;
+  pollIntervalMs: number;
+  statusMessage?: string;
+  /** Client capabilities declared on the creating request (what input the tool may ask for). */
+  clientCapabilities?: Record<string, unknown>;
+}
+
+/** Task ids: UUIDv4, 122 random bits (T-45). Anything else is answered as "not found". */
+const TASK_ID_RE = /^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/;
+
+/** True when `id` has the shape of an id this service mints (cheap check before Redis). */
+export function isWellFormedTaskId(id: unknown): id is string {
+  return typeof id === 'string' && TASK_ID_RE.test(id);
+}
+
+/** BullMQ job id of one step of a task: `t.<taskId>.<step>` (deterministic, D5). */
+export function stepJobId(taskId: string, step: number): string {
+  return `t.${taskId}.${step}`;
+}
+
+/** Parses `t.<taskId>.<step>` back. */
+export function parseStepJobId(jobId: string): { taskId: string; step: number } | null {
+  const m = /^t\.([0-9a-f-]{36})\.(\d+)$/.exec(jobId);
+  return m ? { taskId: m[1]!, step: Number(m[2]) } : null;
+}
+
+type Reply = (string | null)[];
+
+/**
+ * Task store bound to one ioredis client and key prefix.
+ * Every method throws the ioredis error when Redis cannot be reached; callers map it to
+ * JSON-RPC `-32603` (or HTTP 503, design D10).
+ */
+export class TaskStore {
+  private readonly scripts;
+
+  constructor(
+    readonly redis: Redis,
+    readonly prefix: string,
+  ) {
+    this.scripts = loadScripts(redis);
+  }
+
+  /** Hash key of a task. */
+  key(taskId: string): string {
+    return `${this.prefix}:{t:${taskId}}:task`;
+  }
+
+  /** Pub/sub channel announcing every status change of a task. */
+  channel(taskId: string): string {
+    return `${this.prefix}:task:${taskId}`;
+  }
+
+  /** Pub/sub channel carrying job ids to abort on whichever worker runs them. */
+  get cancelChannel(): string {
+    return `${this.prefix}:cancel`;
+  }
+
+  /** Reconciler index (zset). */
+  get reconcileKey(): string {
+    return `${this.prefix}:tasks:reconcile`;
+  }
+
+  /**
+   * Creates a task in `working`, step 1, durable when this resolves (T-15).
+   * @returns the new record.
+   */
+  async create(input: CreateTaskInput, now = Date.now()): Promise<TaskRecord> {
+    for (let attempt = 0; attempt < 3; attempt++) {
+      const taskId = randomUUID();
+      const fields: Record<string, string> = {
+        status: 'working',
+        owner: input.owner,
+        tool: input.tool,
+        args: JSON.stringify(input.args ?? {}),
+        mode: input.mode,
+        createdAt: String(now),
+        lastUpdatedAt: String(now),
+        ttlMs: String(input.ttlMs),
+        pollIntervalMs: String(input.pollIntervalMs),
+        step: '1',
+        fence: '0',
+        pending: '0',
+        reruns: '0',
+        caps: JSON.stringify(input.clientCapabilities ?? {}),
+      };
+      if (input.statusMessage) fields.statusMessage = input.statusMessage;
+      const flat = Object.entries(fields).flat();
+      const created = await this.scripts.createTask(this.key(taskId), String(now + input.ttlMs), ...flat);
+      if (created === 1) {
+        return parseRecord(taskId, fields)!;
+      }
+    }
+    throw new Error('could not allocate a unique task id');
+  }
+
+  /** Adds a task to the reconciler index, to be looked at after `afterMs`. Best effort. */
+  async scheduleReconcile(taskId: string, afterMs: number, maxTtlMs: number, now = Date.now()): Promise<void> {
+    await this.redis
+      .multi()
+      .zadd(this.reconcileKey, now + afterMs, taskId)
+      .pexpire(this.reconcileKey, maxTtlMs + 86_400_000)
+      .exec();
+  }
+
+  /** Reads a task, or `null` when it does not exist or has expired. One HGETALL. */
+  async get(taskId: string): Promise<TaskRecord | null> {
+    const h = await this.redis.hgetall(this.key(taskId));
+    return parseRecord(taskId, h);
+  }
+
+  /** Deletes a task record (used only when creation could not complete, D4). */
+  async remove(taskId: string): Promise<void> {
+    await this.redis.del(this.key(taskId));
+  }
+
+  /** A worker claims step `step`; returns the claim with a new fence, or why not. */
+  async claimStep(taskId: string, step: number, jobToken: string, now = Date.now()):
+    Promise<({ code: 'ok' } & StepClaim) | { code: 'gone' | 'cancelled' } | { code: 'terminal' | 'stale'; status: string }> {
+    const r = (await this.scripts.claimStep(this.key(taskId), String(step), jobToken, String(now), this.channel(taskId))) as Reply;
+    const code = r[0];
+    if (code !== 'ok') {
+      if (code === 'terminal' || code === 'stale') return { code, status: r[1] ?? '' };
+      return { code: code as 'gone' | 'cancelled' };
+    }
+    const inputResponses: Record<string, unknown> = {};
+    for (let i = 8; i + 1 < r.length; i += 2) inputResponses[r[i]!] = JSON.parse(r[i + 1]!);
+    return {
+      code: 'ok',
+      fence: r[1]!,
+      tool: r[2]!,
+      args: JSON.parse(r[3] || '{}'),
+      state: r[4] ? JSON.parse(r[4]) : undefined,
+      reruns: Number(r[5] ?? 0),
+      mode: (r[6] as TaskMode) ?? 'task',
+      clientCapabilities: JSON.parse(r[7] || '{}'),
+      inputResponses,
+    };
+  }
+
+  /**
+   * Fenced progress write: `statusMessage` and/or `{progress,total}`.
+   * @returns `{code:'ok', cancelRequested}` or why the write was refused.
+   */
+  async reportProgress(
+    taskId: string,
+    fence: string,
+    update: { statusMessage?: string; progress?: { progress: number; total?: number } },
+    now = Date.now(),
+  ): Promise<WriteOutcome & { cancelRequested?: boolean }> {
+    const r = (await this.scripts.reportProgress(
+      this.key(taskId),
+      fence,
+      String(now),
+      update.statusMessage ?? '',
+      update.progress ? JSON.stringify(update.progress) : '',
+    )) as Reply;
+    const out = toWriteOutcome(r);
+    if (out.code === 'ok') return { ...out, cancelRequested: r[1] === '1' };
+    return out;
+  }
+
+  /** Fenced `working → input_required` with the given requests (wire keys). */
+  async parkForInput(
+    taskId: string,
+    fence: string,
+    inputRequests: Record<string, unknown>,
+    state: unknown,
+    statusMessage: string,
+    now = Date.now(),
+  ): Promise<WriteOutcome> {
+    const pairs = Object.entries(inputRequests).flatMap(([k, v]) => [k, JSON.stringify(v)]);
+    const r = (await this.scripts.parkForInput(
+      this.key(taskId),
+      fence,
+      String(now),
+      statusMessage,
+      JSON.stringify(state ?? null),
+      this.channel(taskId),
+      ...pairs,
+    )) as Reply;
+    return toWriteOutcome(r);
+  }
+
+  /** Applies answers to outstanding keys atomically (read-your-writes for the ack, T-30). */
+  async applyInputResponses(taskId: string, responses: Record<string, unknown>, now = Date.now()): Promise<ApplyOutcome> {
+    const pairs = Object.entries(responses).flatMap(([k, v]) => [k, JSON.stringify(v)]);
+    const r = (await this.scripts.applyInputResponses(this.key(taskId), String(now), this.channel(taskId), ...pairs)) as Reply;
+    switch (r[0]) {
+      case 'gone':
+        return { code: 'gone' };
+      case 'partial':
+        return { code: 'partial', applied: Number(r[1]) };
+      case 'resumed':
+        return { code: 'resumed', step: Number(r[1]), applied: Number(r[2]) };
+      default:
+        return { code: 'ignored', status: r[1] ?? '' };
+    }
+  }
+
+  /** Fenced `working → completed`. `result` is stored as given (a CallToolResult). */
+  async complete(taskId: string, fence: string, result: Record<string, unknown>, statusMessage = '', now = Date.now()): Promise<WriteOutcome> {
+    const r = (await this.scripts.completeTask(this.key(taskId), fence, String(now), JSON.stringify(result), statusMessage, this.channel(taskId))) as Reply;
+    return toWriteOutcome(r);
+  }
+
+  /**
+   * `→ failed` with a JSON-RPC error object.
+   * @param by `{fence}` for the running step, or `{expectStatus?, expectStep?}` for system writers.
+   */
+  async fail(
+    taskId: string,
+    by: { fence: string } | { expectStatus?: TaskStatus; expectStep?: number },
+    error: JsonRpcErrorObject,
+    statusMessage: string,
+    now = Date.now(),
+  ): Promise<WriteOutcome> {
+    const fence = 'fence' in by ? by.fence : '';
+    const expectStatus = 'fence' in by ? '' : (by.expectStatus ?? '');
+    const expectStep = 'fence' in by || by.expectStep === undefined ? '' : String(by.expectStep);
+    const r = (await this.scripts.failTask(
+      this.key(taskId),
+      fence,
+      expectStatus,
+      expectStep,
+      String(now),
+      JSON.stringify(error),
+      statusMessage,
+      this.channel(taskId),
+    )) as Reply;
+    return toWriteOutcome(r);
+  }
+
+  /** Fenced `working → cancelled` (the worker saw the abort, or the tool ended the task). */
+  async markCancelled(taskId: string, fence: string, statusMessage: string, now = Date.now()): Promise<WriteOutcome> {
+    const r = (await this.scripts.markCancelled(this.key(taskId), fence, String(now), statusMessage, this.channel(taskId))) as Reply;
+    return toWriteOutcome(r);
+  }
+
+  /** Requests cancellation (T-36 / C-01). See `requestCancel-1.lua` for the rules. */
+  async requestCancel(taskId: string, statusMessage = 'Cancelled by client request', now = Date.now()): Promise<CancelOutcome> {
+    const r = (await this.scripts.requestCancel(
+      this.key(taskId),
+      String(now),
+      this.cancelChannel,
+      `t.${taskId}.`,
+      statusMessage,
+      this.channel(taskId),
+    )) as Reply;
+    switch (r[0]) {
+      case 'gone':
+        return { code: 'gone' };
+      case 'terminal':
+        return { code: 'terminal', status: r[1] as TaskStatus };
+      case 'cancelled':
+        return { code: 'cancelled' };
+      default:
+        return { code: 'requested', jobId: r[1]! };
+    }
+  }
+
+  /** Whether cancellation was requested (worker-side backstop poll). */
+  async isCancelRequested(taskId: string): Promise<boolean> {
+    return (await this.redis.hget(this.key(taskId), 'cancelRequested')) === '1';
+  }
+}
+
+function toWriteOutcome(r: Reply): WriteOutcome {
+  switch (r[0]) {
+    case 'ok':
+      return { code: 'ok' };
+    case 'gone':
+      return { code: 'gone' };
+    case 'cancelled':
+      return { code: 'cancelled' };
+    case 'terminal':
+      return { code: 'terminal', status: r[1] as TaskStatus };
+    case 'key_reused':
+      return { code: 'key_reused', key: r[1]! };
+    case 'fenced':
+    case 'stale':
+      return { code: r[0], status: r[1] ?? '' };
+    default:
+      throw new Error(`unexpected reply from task script: ${JSON.stringify(r)}`);
+  }
+}
+
+/** Builds a `TaskRecord` from a hash, or null for an empty hash (missing/expired). */
+export function parseRecord(taskId: string, h: Record<string, string>): TaskRecord | null {
+  if (!h || !h.status) return null;
+  const inputRequests: Record<string, unknown> = {};
+  const inputResponses: Record<string, unknown> = {};
+  for (const [f, v] of Object.entries(h)) {
+    if (f.startsWith('req:')) inputRequests[f.slice(4)] = JSON.parse(v);
+    else if (f.startsWith('resp:')) inputResponses[f.slice(5)] = JSON.parse(v);
+  }
+  const rec: TaskRecord = {
+    taskId,
+    status: h.status as TaskStatus,
+    owner: h.owner ?? '',
+    tool: h.tool ?? '',
+    args: h.args ? JSON.parse(h.args) : {},
+    mode: (h.mode as TaskMode) ?? 'task',
+    createdAt: Number(h.createdAt),
+    lastUpdatedAt: Number(h.lastUpdatedAt),
+    ttlMs: Number(h.ttlMs),
+    pollIntervalMs: Number(h.pollIntervalMs),
+    step: Number(h.step ?? 1),
+    fence: Number(h.fence ?? 0),
+    claimedStep: h.claimedStep ? Number(h.claimedStep) : null,
+    inputRequests,
+    inputResponses,
+    cancelRequested: h.cancelRequested === '1',
+    reruns: Number(h.reruns ?? 0),
+  };
+  if (h.statusMessage) rec.statusMessage = h.statusMessage;
+  if (h.progress) rec.progress = JSON.parse(h.progress);
+  if (h.result) rec.result = JSON.parse(h.result);
+  if (h.error) rec.error = JSON.parse(h.error);
+  return rec;
+}

@@ -1,0 +1,121 @@
+/**
+ * The `demo` tool set (the seed tools): `countdown`, `deep_research`, `share_report`, `add`.
+ */
+import { z } from 'zod';
+import { accepted, defineTool, elicitForm, inputRequired, textResult, ToolCancelled, type ToolContext } from '../kit.js';
+
+/** Sleeps `ms` in slices, reporting progress from `from` to `to` percent along the way. */
+async function phase(ctx: ToolContext, ms: number, from: number, to: number, label: string): Promise<void> {
+  const slices = Math.max(1, Math.min(20, Math.ceil(ms / 1000)));
+  for (let i = 1; i <= slices; i++) {
+    await ctx.sleep(ms / slices);
+    const pct = Math.round(from + ((to - from) * i) / slices);
+    await ctx.progress(pct, 100, `${label} (${pct}%)`);
+  }
+}
+
+export const countdown = defineTool({
+  name: 'countdown',
+  title: 'Countdown',
+  description: 'Counts down from `seconds` (1-10), one step per second, reporting progress. Runs as a task for clients that support tasks.',
+  inputSchema: z.object({ seconds: z.number().int().min(1).max(10).describe('Seconds to count down from (1-10)') }),
+  taskSupport: 'optional',
+  async run({ seconds }, ctx) {
+    for (let i = 1; i <= seconds; i++) {
+      await ctx.sleep(1000);
+      await ctx.progress(i, seconds, `${i}/${seconds} s (${seconds - i} left)`);
+    }
+    return textResult(`Countdown from ${seconds} finished.`);
+  },
+});
+
+const AUDIENCE_SCHEMA = {
+  type: 'object',
+  properties: {
+    audience: {
+      type: 'string',
+      title: 'Audience',
+      description: 'Who will read the report?',
+      oneOf: [
+        { const: 'team', title: 'My team' },
+        { const: 'company', title: 'The whole company' },
+      ],
+    },
+  },
+  required: ['audience'],
+} as const;
+
+export const deepResearch = defineTool({
+  name: 'deep_research',
+  title: 'Deep research',
+  description:
+    'Researches a topic in two phases (about 20 s each by default). Between them it asks who the report is for (team or company). Declining ends it cancelled. Returns a short report.',
+  inputSchema: z.object({ topic: z.string().min(1).max(500).describe('What to research') }),
+  taskSupport: 'optional',
+  requiresCapabilities: { elicitation: { form: {} } },
+  async run({ topic }, ctx) {
+    const phaseMs = ctx.settings.researchPhaseMs;
+    if (ctx.step === 1) {
+      await phase(ctx, phaseMs, 0, 50, `Collecting sources on ${topic.slice(0, 80)}`);
+      return inputRequired({
+        inputRequests: { audience: elicitForm(`Who is the report on "${topic.slice(0, 120)}" for?`, AUDIENCE_SCHEMA) },
+        state: { topic },
+        statusMessage: 'Waiting for you to choose the audience',
+      });
+    }
+    const answer = accepted(ctx.inputResponses, 'audience');
+    const audience = answer?.audience;
+    if (audience !== 'team' && audience !== 'company') {
+      throw new ToolCancelled('Research cancelled: no audience was chosen');
+    }
+    await phase(ctx, phaseMs, 50, 100, `Writing the report for the ${audience}`);
+    const text =
+      `Research report: "${topic}"\n` +
+      `Audience: ${audience === 'team' ? 'your team' : 'the whole company'}\n` +
+      `Summary: three sources agree on the main points of ${topic}; details are tailored for the ${audience}.`;
+    return textResult(text, { structuredContent: { topic, audience } });
+  },
+});
+
+export const shareReport = defineTool({
+  name: 'share_report',
+  title: 'Share report',
+  description: 'Shares the latest report to a channel after asking for confirmation (and whether to notify). No task; answers at once.',
+  inputSchema: z.object({ channel: z.string().min(1).max(200).describe('Channel to share to, e.g. #research') }),
+  taskSupport: 'forbidden',
+  runsIn: 'gateway',
+  requiresCapabilities: { elicitation: { form: {} } },
+  async run({ channel }, ctx) {
+    if (ctx.step === 1) {
+      return inputRequired({
+        inputRequests: {
+          confirm: elicitForm(`Share to ${channel}?`, {
+            type: 'object',
+            properties: { notify: { type: 'boolean', title: 'Notify the channel', default: false } },
+          }),
+        },
+        state: { channel },
+      });
+    }
+    const answer = accepted(ctx.inputResponses, 'confirm');
+    if (!answer) return textResult(`Not shared to ${channel}.`);
+    const notify = answer.notify === true;
+    return textResult(`Shared the report to ${channel}${notify ? ' and notified its members' : ''}.`, {
+      structuredContent: { channel, shared: true, notify },
+    });
+  },
+});
+
+export const add = defineTool({
+  name: 'add',
+  title: 'Add',
+  description: 'Adds two numbers.',
+  inputSchema: z.object({ a: z.number(), b: z.number() }),
+  taskSupport: 'forbidden',
+  runsIn: 'gateway',
+  async run({ a, b }) {
+    return textResult(String(a + b), { structuredContent: { sum: a + b } });
+  },
+});
+
+export const demoTools = [countdown, deepResearch, shareReport, add];

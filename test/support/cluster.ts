@@ -1,0 +1,277 @@
+/**
+ * Test harness: real processes, real Redis (design §6). Starts gateway and worker processes
+ * the way `npm run gateway` / `npm run worker` do, each with the test's own key prefix on the
+ * shared Redis (never flushed) or on a throwaway `redis-server` on a random port.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { createServer } from 'node:net';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, dirname } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { randomBytes } from 'node:crypto';
+import { Redis } from 'ioredis';
+
+export const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
+export const SHARED_REDIS_URL = process.env.TEST_REDIS_URL ?? 'redis://127.0.0.1:6379';
+
+/** A free TCP port on 127.0.0.1. */
+export async function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const srv = createServer();
+    srv.once('error', reject);
+    srv.listen(0, '127.0.0.1', () => {
+      const port = (srv.address() as { port: number }).port;
+      srv.close(() => resolve(port));
+    });
+  });
+}
+
+export const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+/** Polls `fn` until it returns a truthy value or `timeoutMs` passes. */
+export async function waitFor<T>(fn: () => Promise<T> | T, timeoutMs = 10_000, everyMs = 50, what = 'condition'): Promise<T> {
+  const end = Date.now() + timeoutMs;
+  let last: unknown;
+  for (;;) {
+    try {
+      const v = await fn();
+      if (v) return v;
+    } catch (e) {
+      last = e;
+    }
+    if (Date.now() > end) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}${last ? `: ${(last as Error).message}` : ''}`);
+    await sleep(everyMs);
+  }
+}
+
+export interface ThrowawayRedis {
+  url: string;
+  port: number;
+  proc: ChildProcess;
+  stop(): Promise<void>;
+  /** Restarts on the same port (data is lost: no persistence). */
+  restart(): Promise<void>;
+}
+
+/** Starts a throwaway `redis-server` on a random port (fault tests). */
+export async function startRedis(extraArgs: string[] = []): Promise<ThrowawayRedis> {
+  const port = await freePort();
+  const dir = mkdtempSync(join(tmpdir(), 'mcp-redis-'));
+  const launch = async () => {
+    const proc = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--dir', dir, ...extraArgs], {
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    const probe = new Redis(port, '127.0.0.1', { lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null });
+    await waitFor(async () => {
+      try {
+        await probe.connect();
+        return (await probe.ping()) === 'PONG';
+      } catch {
+        probe.disconnect();
+        return false;
+      }
+    }, 10_000, 50, 'redis-server');
+    probe.disconnect();
+    return proc;
+  };
+  const r: ThrowawayRedis = {
+    url: `redis://127.0.0.1:${port}`,
+    port,
+    proc: await launch(),
+    async stop() {
+      if (r.proc.exitCode === null) {
+        r.proc.kill('SIGKILL');
+        await new Promise((res) => r.proc.once('exit', res));
+      }
+    },
+    async restart() {
+      await r.stop();
+      r.proc = await launch();
+    },
+  };
+  return r;
+}
+
+export interface Proc {
+  kind: 'gateway' | 'worker';
+  proc: ChildProcess;
+  /** Parsed pino lines (and raw non-JSON lines as `{raw}`). */
+  logs: Record<string, unknown>[];
+  url?: string;
+  port?: number;
+  stop(signal?: NodeJS.Signals): Promise<number | null>;
+  kill(): Promise<void>;
+  waitLog(match: (l: Record<string, unknown>) => boolean, timeoutMs?: number): Promise<Record<string, unknown>>;
+}
+
+/** Spawns one app process (`gateway` or `worker`) and waits for its ready line. */
+export async function startProcess(kind: 'gateway' | 'worker', env: Record<string, string>): Promise<Proc> {
+  const port = kind === 'gateway' ? await freePort() : undefined;
+  const proc = spawn(process.execPath, ['--conditions=mcp-tasks-src', '--import', 'tsx', join(ROOT, 'apps', kind, 'src', 'main.ts')], {
+    cwd: ROOT,
+    env: { ...process.env, NODE_ENV: 'test', LOG_LEVEL: 'info', ...env, ...(port ? { PORT: String(port), HOST: '127.0.0.1' } : {}) },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  const logs: Record<string, unknown>[] = [];
+  const waiters = new Set<() => void>();
+  const onLine = (line: string) => {
+    if (!line.trim()) return;
+    try {
+      logs.push(JSON.parse(line));
+    } catch {
+      logs.push({ raw: line });
+    }
+    for (const w of waiters) w();
+  };
+  for (const stream of [proc.stdout!, proc.stderr!]) {
+    let buf = '';
+    stream.setEncoding('utf8');
+    stream.on('data', (chunk: string) => {
+      buf += chunk;
+      let i;
+      while ((i = buf.indexOf('\n')) >= 0) {
+        onLine(buf.slice(0, i));
+        buf = buf.slice(i + 1);
+      }
+    });
+  }
+  const p: Proc = {
+    kind,
+    proc,
+    logs,
+    ...(port ? { url: `http://127.0.0.1:${port}/mcp`, port } : {}),
+    waitLog(match, timeoutMs = 15_000) {
+      return new Promise((resolve, reject) => {
+        const check = () => {
+          const hit = logs.find(match);
+          if (hit) {
+            cleanup();
+            resolve(hit);
+          } else if (proc.exitCode !== null) {
+            cleanup();
+            reject(new Error(`${kind} exited (${proc.exitCode}) before the expected log line; last lines:\n${logs.slice(-10).map((l) => JSON.stringify(l)).join('\n')}`));
+          }
+        };
+        const timer = setTimeout(() => {
+          cleanup();
+          reject(new Error(`${kind}: expected log line not seen within ${timeoutMs} ms; last lines:\n${logs.slice(-10).map((l) => JSON.stringify(l)).join('\n')}`));
+        }, timeoutMs);
+        const cleanup = () => {
+          clearTimeout(timer);
+          waiters.delete(check);
+          proc.off('exit', check);
+        };
+        waiters.add(check);
+        proc.on('exit', check);
+        check();
+      });
+    },
+    async stop(signal = 'SIGTERM') {
+      if (proc.exitCode !== null || proc.signalCode !== null) return proc.exitCode;
+      const exited = new Promise<number | null>((res) => proc.once('exit', (code) => res(code)));
+      proc.kill(signal);
+      return exited;
+    },
+    async kill() {
+      await p.stop('SIGKILL');
+    },
+  };
+  await p.waitLog((l) => l.msg === `${kind}.ready`, 30_000);
+  return p;
+}
+
+export interface ClusterOptions {
+  gateways?: number;
+  workers?: number;
+  env?: Record<string, string>;
+  redisUrl?: string;
+}
+
+export interface Cluster {
+  prefix: string;
+  redisUrl: string;
+  env: Record<string, string>;
+  gateways: Proc[];
+  workers: Proc[];
+  /** Gateway URLs, in start order. */
+  urls: string[];
+  /** A client on the cluster's Redis for assertions (never FLUSH: the shared Redis serves others). */
+  redis: Redis;
+  addGateway(extraEnv?: Record<string, string>): Promise<Proc>;
+  addWorker(extraEnv?: Record<string, string>): Promise<Proc>;
+  /** All keys under this cluster's prefix. */
+  keys(): Promise<string[]>;
+  stop(): Promise<void>;
+}
+
+/** Default environment for tests: own prefix, fast reconcile and stall detection. */
+export function testEnv(prefix: string, redisUrl: string, extra: Record<string, string> = {}): Record<string, string> {
+  return {
+    REDIS_URL: redisUrl,
+    REDIS_KEY_PREFIX: prefix,
+    MCP_TOOLSETS: 'demo,conformance,testing',
+    REQUEST_STATE_KEY: 'test-request-state-key-0123456789abcdef0123456789',
+    TASK_POLL_INTERVAL_MS: '500',
+    DEMO_RESEARCH_PHASE_MS: '1500',
+    WORKER_LOCK_DURATION_MS: '4000',
+    WORKER_STALLED_INTERVAL_MS: '2000',
+    RECONCILE_INTERVAL_MS: '1000',
+    RECONCILE_AFTER_MS: '3000',
+    SHUTDOWN_GRACE_MS: '3000',
+    ...extra,
+  };
+}
+
+/** Starts `gateways` gateway and `workers` worker processes sharing one fresh key prefix. */
+export async function startCluster(opts: ClusterOptions = {}): Promise<Cluster> {
+  const prefix = `test-${randomBytes(5).toString('hex')}`;
+  const redisUrl = opts.redisUrl ?? SHARED_REDIS_URL;
+  const env = testEnv(prefix, redisUrl, opts.env);
+  const redis = new Redis(redisUrl, { maxRetriesPerRequest: 1 });
+  const c: Cluster = {
+    prefix,
+    redisUrl,
+    env,
+    gateways: [],
+    workers: [],
+    get urls() {
+      return c.gateways.map((g) => g.url!);
+    },
+    redis,
+    async addGateway(extra = {}) {
+      const g = await startProcess('gateway', { ...env, ...extra });
+      c.gateways.push(g);
+      return g;
+    },
+    async addWorker(extra = {}) {
+      const w = await startProcess('worker', { ...env, ...extra });
+      c.workers.push(w);
+      return w;
+    },
+    async keys() {
+      const out: string[] = [];
+      let cursor = '0';
+      do {
+        const [next, batch] = await redis.scan(cursor, 'MATCH', `${prefix}:*`, 'COUNT', 1000);
+        cursor = next;
+        out.push(...batch);
+      } while (cursor !== '0');
+      return out;
+    },
+    async stop() {
+      await Promise.allSettled([...c.gateways, ...c.workers].map((p) => p.kill()));
+      // Remove this test's keys from the shared Redis (only our prefix).
+      const keys = await c.keys().catch(() => []);
+      for (let i = 0; i < keys.length; i += 500) await redis.del(...keys.slice(i, i + 500)).catch(() => 0);
+      redis.disconnect();
+    },
+  };
+  await Promise.all([
+    ...Array.from({ length: opts.gateways ?? 1 }, () => c.addGateway()),
+    ...Array.from({ length: opts.workers ?? 1 }, () => c.addWorker()),
+  ]);
+  return c;
+}
+
+export { rmSync };
