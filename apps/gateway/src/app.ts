@@ -5,7 +5,7 @@
  *    `createMcpHandler` through `toNodeHandler` (sdk-notes §1.5).
  */
 import Fastify, { type FastifyInstance, type FastifyRequest } from 'fastify';
-import { createMcpHandler } from '@modelcontextprotocol/server';
+import { createMcpHandler, validateOriginHeader } from '@modelcontextprotocol/server';
 import { toNodeHandler } from '@modelcontextprotocol/node';
 import type { Redis } from 'ioredis';
 import { createServerFactory, type Exchange, type GatewayDeps } from './mcp.js';
@@ -76,6 +76,13 @@ export function buildApp(deps: AppDeps): FastifyInstance & { closeMcp(): Promise
     scope.route({
       method: ['POST', 'GET', 'DELETE'],
       url: '/mcp',
+      // H-03: a present Origin that is not allowed → 403 (DNS rebinding defence).
+      onRequest: async (req, reply) => {
+        const origin = req.headers.origin;
+        if (origin === undefined) return;
+        const v = validateOriginHeader(origin, config.allowedOrigins);
+        if (!v.ok) return reply.code(403).send(jsonRpcErrorBody(null, ErrorCode.InvalidRequest, `Forbidden: ${v.message}`));
+      },
       handler: async (req: FastifyRequest, reply) => {
         const body = req.body as { id?: unknown; method?: string; params?: { name?: string } } | undefined;
         if (body && typeof body === 'object' && needsRedis(body, registry) && redis.status !== 'ready') {

@@ -64,6 +64,11 @@ const schema = z.object({
   RECONCILE_AFTER_MS: intMs(10_000, 100),
   /** `deep_research`: length of each of its two phases. */
   DEMO_RESEARCH_PHASE_MS: intMs(20_000, 0),
+  /** Hostnames a browser `Origin` may name (H-03); requests without `Origin` are not affected. */
+  ALLOWED_ORIGINS: z
+    .string()
+    .default('localhost,127.0.0.1,[::1]')
+    .transform((v) => v.split(',').map((s) => s.trim()).filter(Boolean)),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
   /** Largest accepted request body, in bytes (413 above it). */
   MAX_BODY_BYTES: z.coerce.number().int().min(1024).default(4 * 1024 * 1024),
@@ -91,6 +96,8 @@ export interface Config {
   demo: { researchPhaseMs: number };
   logLevel: string;
   maxBodyBytes: number;
+  /** Hostnames allowed in an `Origin` header (H-03). */
+  allowedOrigins: string[];
 }
 
 /** Thrown by `loadConfig` with a one-line, user-facing message. */
@@ -103,13 +110,15 @@ export class ConfigError extends Error {
  * @throws ConfigError naming the first bad variable, e.g. `PORT: expected number, received NaN`.
  */
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
-  const parsed = schema.safeParse(env);
+  // An empty value (`PORT=` in compose files and manifests) means "use the default".
+  const cleaned = Object.fromEntries(Object.entries(env).filter(([, v]) => v !== undefined && v.trim() !== ''));
+  const parsed = schema.safeParse(cleaned);
   if (!parsed.success) {
     const issue = parsed.error.issues[0]!;
     throw new ConfigError(`invalid configuration: ${issue.path.join('.')}: ${issue.message}`);
   }
   const e = parsed.data;
-  const production = e.NODE_ENV === 'production';
+  const production = e.NODE_ENV.toLowerCase() === 'production';
   if (production && !e.REQUEST_STATE_KEY) {
     throw new ConfigError('invalid configuration: REQUEST_STATE_KEY must be set (>= 32 characters, same on every replica) when NODE_ENV=production');
   }
@@ -138,5 +147,6 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     demo: { researchPhaseMs: e.DEMO_RESEARCH_PHASE_MS },
     logLevel: e.LOG_LEVEL,
     maxBodyBytes: e.MAX_BODY_BYTES,
+    allowedOrigins: e.ALLOWED_ORIGINS,
   };
 }

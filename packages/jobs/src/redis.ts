@@ -21,7 +21,11 @@ export function redisOptions(role: RedisRole): RedisOptions {
 
 /** Creates a client for `url`; the caller attaches an `error` listener (log) and waits for `ready`. */
 export function createRedis(url: string, role: RedisRole, name: string): Redis {
-  return new Redis(url, { ...redisOptions(role), connectionName: name, lazyConnect: true });
+  const redis = new Redis(url, { ...redisOptions(role), connectionName: name, lazyConnect: true });
+  // Until the app attaches its logging listener, connection errors are reported by
+  // `connectOrExplain` (one line), not by ioredis' "Unhandled error event" dump.
+  redis.on('error', () => undefined);
+  return redis;
 }
 
 /**

@@ -1,0 +1,107 @@
+/**
+ * A tiny round-robin HTTP reverse proxy for tests: every incoming *request* (not connection)
+ * goes to the next upstream, over a fresh upstream connection (`agent: false`, so
+ * `Connection: close`), so a client that keeps its connection to the proxy alive still has
+ * consecutive requests served by different gateways. Responses are streamed through as they
+ * arrive (headers flushed at once, chunks piped unbuffered), so SSE works.
+ */
+import { createServer, request as httpRequest, type IncomingHttpHeaders, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+
+export interface RoundRobinProxy {
+  /** Base URL of the proxy, e.g. `http://127.0.0.1:41234`. */
+  origin: string;
+  /** `origin` + the path of the first upstream (e.g. `/mcp`). */
+  url: string;
+  /** Requests sent to each upstream, in `upstreams` order. */
+  counts: number[];
+  /** Every proxied request: which upstream served it and how it ended. */
+  log: { method: string; path: string; mcpMethod?: string; upstream: number; status: number }[];
+  close(): Promise<void>;
+}
+
+// Hop-by-hop headers (RFC 9110 §7.6.1) are not forwarded.
+const HOP_BY_HOP = new Set(['connection', 'keep-alive', 'proxy-connection', 'transfer-encoding', 'te', 'trailer', 'upgrade', 'proxy-authorization', 'proxy-authenticate']);
+
+function forwardable(headers: IncomingHttpHeaders): IncomingHttpHeaders {
+  const out: IncomingHttpHeaders = {};
+  for (const [k, v] of Object.entries(headers)) if (!HOP_BY_HOP.has(k) && v !== undefined) out[k] = v;
+  return out;
+}
+
+/** Starts a proxy on 127.0.0.1 (random port) in front of `upstreams` (full URLs; only origin and path are used). */
+export async function startRoundRobinProxy(upstreams: string[]): Promise<RoundRobinProxy> {
+  if (upstreams.length === 0) throw new Error('startRoundRobinProxy: no upstreams');
+  const targets = upstreams.map((u) => new URL(u));
+  const counts = targets.map(() => 0);
+  const log: RoundRobinProxy['log'] = [];
+  let next = 0;
+
+  const server: Server = createServer((req, res) => {
+    const i = next++ % targets.length;
+    const target = targets[i]!;
+    counts[i]!++;
+    const entry: RoundRobinProxy['log'][number] = {
+      method: req.method ?? 'GET',
+      path: req.url ?? '/',
+      ...(typeof req.headers['mcp-method'] === 'string' ? { mcpMethod: req.headers['mcp-method'] } : {}),
+      upstream: i,
+      status: 0,
+    };
+    log.push(entry);
+    const headers = forwardable(req.headers);
+    headers.host = target.host;
+    const up = httpRequest(
+      {
+        protocol: target.protocol,
+        hostname: target.hostname,
+        port: target.port,
+        method: req.method,
+        path: req.url,
+        headers,
+        agent: false, // one upstream connection per request, closed afterwards
+      },
+      (upRes) => {
+        entry.status = upRes.statusCode ?? 0;
+        res.writeHead(upRes.statusCode ?? 502, upRes.statusMessage, forwardable(upRes.headers));
+        res.flushHeaders(); // SSE: the client sees the stream open before the first event
+        upRes.pipe(res); // each chunk is written as it arrives (no buffering), with backpressure
+        upRes.on('error', () => res.destroy());
+      },
+    );
+    up.setNoDelay(true);
+    up.on('error', (err) => {
+      if (!res.headersSent) {
+        entry.status = 502;
+        res.writeHead(502, { 'content-type': 'text/plain' });
+        res.end(`proxy: upstream ${target.host} failed: ${err.message}`);
+      } else {
+        res.destroy(err);
+      }
+    });
+    // The client went away before the response finished: drop the upstream request too, so the
+    // gateway sees the disconnect exactly as it would without the proxy.
+    res.on('close', () => {
+      if (!res.writableFinished) up.destroy();
+    });
+    req.pipe(up);
+  });
+
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', () => resolve());
+  });
+  const { port } = server.address() as AddressInfo;
+  const origin = `http://127.0.0.1:${port}`;
+  return {
+    origin,
+    url: `${origin}${targets[0]!.pathname}`,
+    counts,
+    log,
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.close(() => resolve());
+        server.closeAllConnections();
+      }),
+  };
+}
