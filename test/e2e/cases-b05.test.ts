@@ -101,6 +101,11 @@ describe('B-05: tasks/update answers dropped or applied twice', () => {
     const bad = await updateTask(G1, taskId, { [K]: 'yes' });
     assert.equal(bad.body.error?.code, -32602, JSON.stringify(bad.body));
     assert.equal(bad.body.result, undefined);
+    // Other shapes that are not an ElicitResult either.
+    for (const v of [42, null, ['yes'], {}, { action: 'maybe' }, { action: 'accept', content: 'yes' }]) {
+      const r = await updateTask(G2, taskId, { [K]: v });
+      assert.equal(r.body.error?.code, -32602, `${JSON.stringify(v)} → ${JSON.stringify(r.body)}`);
+    }
     await sleep(300);
     const afterBad = await getTask(G2, taskId);
     assert.equal(afterBad.body.result!.status, 'input_required', JSON.stringify(afterBad.body));

@@ -384,6 +384,7 @@ describe('T-13: terminal states are absorbing', () => {
     it(`T-13: no script changes a ${status} task (record, expiry and channel untouched)`, async () => {
       const { rec, fence } = await taskIn(status);
       assert.equal(rec.status, status);
+      await drain(store.cancelChannel); // forget what earlier tests published there
       const before = await snapshot(rec.taskId);
       assert.ok(before.expireAt > Date.now(), 'a terminal record keeps its expiry (D3: every key expires)');
       const terminal = { code: 'terminal', status };
@@ -570,6 +571,7 @@ describe('applyInputResponses (tasks/update)', () => {
 describe('requestCancel (tasks/cancel)', () => {
   it('T-36: input_required → cancelled at once (no job to abort)', async () => {
     const { rec } = await taskIn('input_required');
+    await drain(store.cancelChannel); // forget what earlier tests published there
     const t = Date.now();
     assert.deepEqual(await store.requestCancel(rec.taskId, 'Cancelled by client request', t), { code: 'cancelled' });
     const after = await mustGet(rec.taskId);
@@ -582,6 +584,7 @@ describe('requestCancel (tasks/cancel)', () => {
   });
 
   it('T-36: working with its step not claimed yet → cancelled at once (fresh task, and a resumed step)', async () => {
+    await drain(store.cancelChannel);
     const fresh = await newTask();
     assert.deepEqual(await store.requestCancel(fresh.taskId), { code: 'cancelled' });
     assert.equal((await mustGet(fresh.taskId)).status, 'cancelled');
@@ -601,6 +604,7 @@ describe('requestCancel (tasks/cancel)', () => {
   it('T-36 / D5: working and claimed → cancelRequested, PUBLISH t.<id>.<step> on <prefix>:cancel; the worker then records cancelled', async () => {
     const rec = await newTask();
     const fence = await claim(rec.taskId, 1);
+    await drain(store.cancelChannel);
     const r = await store.requestCancel(rec.taskId);
     assert.deepEqual(r, { code: 'requested', jobId: `t.${rec.taskId}.1` });
     assert.deepEqual(await drain(store.cancelChannel), [`t.${rec.taskId}.1`]);
@@ -626,6 +630,7 @@ describe('requestCancel (tasks/cancel)', () => {
   });
 
   it('T-13: cancelling a terminal task acks and leaves it unchanged; an unknown task is gone', async () => {
+    await drain(store.cancelChannel);
     for (const status of ['completed', 'failed', 'cancelled'] as const) {
       const { rec } = await taskIn(status);
       const before = await snapshot(rec.taskId);

@@ -2,7 +2,8 @@
  * Gateway process: `POST /mcp`, `/healthz`, `/readyz`. Stateless: every request may land on
  * any replica (D7); Redis and BullMQ clients are created once per process.
  *
- * Signals: SIGTERM/SIGINT → stop accepting, close open MCP exchanges, exit.
+ * Signals: SIGTERM/SIGINT → stop accepting, let in-flight requests finish for
+ * SHUTDOWN_GRACE_MS, then close what is left and exit.
  */
 import { ConfigError, loadConfig } from '@mcp-tasks/config';
 import { createLogger } from '@mcp-tasks/observability';
@@ -60,9 +61,12 @@ async function main() {
     if (stopping) return;
     stopping = true;
     log.info({ sig }, 'gateway.draining');
+    // Stop accepting (new requests get 503), let in-flight requests finish for up to
+    // SHUTDOWN_GRACE_MS, then abort what is left (their synchronous jobs are cancelled, C-01).
     const closing = app.close();
+    await Promise.race([closing, new Promise((r) => setTimeout(r, config.worker.shutdownGraceMs).unref())]);
     await app.closeMcp().catch(() => undefined);
-    await Promise.race([closing, new Promise((r) => setTimeout(r, 10_000).unref())]);
+    await Promise.race([closing, new Promise((r) => setTimeout(r, 2000).unref())]);
     await Promise.allSettled([queues.close(), sub.quit(), redis.quit()]);
     log.info('gateway.stopped');
     process.exit(0);

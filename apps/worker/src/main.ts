@@ -156,7 +156,7 @@ async function main() {
       toolsWorker!.cancelAllJobs('shutdown');
       await Promise.race([closing, timer(5000)]);
     }
-    await Promise.allSettled([queues.close(), sub.quit(), redis.quit()]);
+    await Promise.allSettled([queues.close(), sub.quit(), redis.quit(), connection.quit()]);
     log.info('worker.stopped');
     process.exit(0);
   };

@@ -1,0 +1,197 @@
+/**
+ * Case B-07 (shared/cases/cases.md): worker death and rolling deploys. Real gateway and worker
+ * processes; workers are SIGKILLed or SIGTERMed under running `slow_echo` jobs.
+ * Test profile (cluster.ts testEnv): lockDuration 4 s, stalledInterval 2 s, reconcile after 3 s.
+ *
+ * Expected (the assertions):
+ *  (a) SIGKILL W1 mid-job → the task stays `working`, W2 picks the job up within about
+ *      lockDuration + stalledInterval, and the task completes;
+ *  (b) SIGTERM W1 (short grace) on a long job → W1 stops fetching at once, the job is released
+ *      and re-run elsewhere, nothing stays in BullMQ `active` without a lock, the task completes;
+ *  (c) two rolling restarts of both workers while 20 tasks run → all 20 terminal (completed);
+ *  (d) SIGTERM while a job is throwing → the task ends `failed` with the error, not stuck `working`.
+ */
+import { afterEach, describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+import { sleep, startCluster, waitFor, type Cluster, type Proc } from '../support/cluster.js';
+import { callTool, getTask, isTerminal, pollTask, roundRobin } from '../support/mcp.js';
+
+const LOCK_DURATION_MS = 4000;
+const STALLED_INTERVAL_MS = 2000;
+
+const logTime = (l: Record<string, unknown>) => Date.parse(String(l.time));
+const startedOn = (w: Proc, taskId: string) => w.logs.find((l) => l.msg === 'step.started' && l.taskId === taskId);
+
+async function createTask(url: string, tool: string, args: Record<string, unknown>): Promise<string> {
+  const r = await callTool(url, tool, args);
+  assert.equal(r.status, 200, JSON.stringify(r.body));
+  assert.equal(r.body.result?.resultType, 'task', JSON.stringify(r.body));
+  return r.body.result!.taskId as string;
+}
+
+/** BullMQ keys of the cluster's queues (`<prefix>:{jobs}:<queue>:...`). */
+const bullKey = (c: Cluster, queue: string, rest: string) => `${c.prefix}:{jobs}:${queue}:${rest}`;
+
+/** Jobs in a queue's `active` list that have no lock key (orphans, bullmq#425). */
+async function activeWithoutLock(c: Cluster, queue: string): Promise<string[]> {
+  const active = await c.redis.lrange(bullKey(c, queue, 'active'), 0, -1);
+  const out: string[] = [];
+  for (const id of active) if (!(await c.redis.exists(bullKey(c, queue, `${id}:lock`)))) out.push(id);
+  return out;
+}
+
+describe('B-07: worker death and rolling deploys', () => {
+  let c: Cluster | undefined;
+  afterEach(async () => {
+    await c?.stop();
+    c = undefined;
+  });
+
+  it('B-07a: SIGKILL of W1 mid-job → task stays working, W2 takes the job within lockDuration + stalledInterval, then it completes (T-13)', async () => {
+    c = await startCluster({ gateways: 2, workers: 1 });
+    const [W1] = c.workers as [Proc];
+    const next = roundRobin(c.urls);
+    const taskId = await createTask(next(), 'slow_echo', { seconds: 8, text: 'survivor' });
+    const started = await W1.waitLog((l) => l.msg === 'step.started' && l.taskId === taskId, 5000);
+    // W2 comes up after the job is already on W1.
+    const W2 = await c.addWorker();
+    // Kill 2-5 s into the job (here ~3 s).
+    await sleep(Math.max(0, logTime(started) + 3000 - Date.now()));
+    const mid = await getTask(next(), taskId);
+    assert.equal(mid.body.result!.status, 'working');
+    assert.match(mid.body.result!.statusMessage ?? '', /slept [1-4] of 8 s/, 'the job was running on W1 when it died');
+    const killedAt = Date.now();
+    await W1.kill();
+
+    const seen = new Set<string>();
+    // Until W2 has it, every poll says working.
+    await waitFor(
+      async () => {
+        const r = await getTask(next(), taskId);
+        seen.add(r.body.result!.status);
+        return startedOn(W2, taskId);
+      },
+      30_000,
+      200,
+      'W2 to start the killed job',
+    );
+    const pickup = logTime(startedOn(W2, taskId)!) - killedAt;
+    assert.ok(
+      pickup <= LOCK_DURATION_MS + STALLED_INTERVAL_MS + 4000,
+      `W2 picked the job up ${pickup} ms after the kill (bound ≈ lockDuration ${LOCK_DURATION_MS} + stalledInterval ${STALLED_INTERVAL_MS}, plus slack)`,
+    );
+    const done = await pollTask(next, taskId, (t) => (seen.add(t.status), isTerminal(t.status)), 20_000, 200);
+    assert.deepEqual([...seen], ['working', 'completed'], 'working all along, then completed');
+    assert.equal(done.status, 'completed', JSON.stringify(done));
+    assert.equal(done.result.content[0].text, 'echo: survivor');
+    assert.deepEqual(await activeWithoutLock(c, 'tools'), []);
+  });
+
+  it('B-07b: SIGTERM W1 with a short grace → no new job taken, the long job released and re-run on W2 at once, nothing active without a lock', async () => {
+    const GRACE_MS = 1500;
+    c = await startCluster({ gateways: 1, workers: 1, env: { SHUTDOWN_GRACE_MS: String(GRACE_MS) } });
+    const [W1] = c.workers as [Proc];
+    const url = c.urls[0]!;
+    const longId = await createTask(url, 'slow_echo', { seconds: 6, text: 'long' });
+    await W1.waitLog((l) => l.msg === 'step.started' && l.taskId === longId, 5000);
+    await sleep(500);
+
+    const exited = W1.stop('SIGTERM');
+    await W1.waitLog((l) => l.msg === 'worker.draining', 5000);
+    // A job enqueued after the SIGTERM, while W1 is still alive in its grace period.
+    const lateId = await createTask(url, 'slow_echo', { seconds: 0.2, text: 'late' });
+    const code = await exited;
+    assert.equal(code, 0, 'W1 exits cleanly');
+    assert.equal(startedOn(W1, lateId), undefined, 'W1 stopped fetching: it never started the job enqueued after SIGTERM');
+    assert.ok(
+      W1.logs.some((l) => l.msg === 'step.released' && l.taskId === longId),
+      'the long job was released on shutdown (not left to stall detection)',
+    );
+
+    // Nothing in `active` without a lock (and with no worker alive, nothing active at all).
+    assert.deepEqual(await activeWithoutLock(c, 'tools'), []);
+    assert.deepEqual(await activeWithoutLock(c, 'maintenance'), []);
+    assert.deepEqual(await c.redis.lrange(bullKey(c, 'tools', 'active'), 0, -1), [], 'tools queue has no active job after W1 exited');
+    const waiting = await c.redis.lrange(bullKey(c, 'tools', 'wait'), 0, -1);
+    assert.ok(waiting.includes(`t.${longId}.1`), `released job is waiting: ${JSON.stringify(waiting)}`);
+    assert.ok(waiting.includes(`t.${lateId}.1`), `late job is waiting: ${JSON.stringify(waiting)}`);
+    for (const id of [longId, lateId]) assert.equal((await getTask(url, id)).body.result!.status, 'working');
+
+    // W2 re-runs the released job at once (a stalled job would wait for its lock to expire).
+    const W2 = await c.addWorker();
+    const w2Ready = logTime(W2.logs.find((l) => l.msg === 'worker.ready')!);
+    const rerun = await W2.waitLog((l) => l.msg === 'step.started' && l.taskId === longId, 10_000);
+    assert.ok(logTime(rerun) - w2Ready < 2000, `re-run ${logTime(rerun) - w2Ready} ms after W2 was ready (released, not stalled)`);
+    await W2.waitLog((l) => l.msg === 'step.started' && l.taskId === lateId, 10_000);
+    for (const [id, text] of [
+      [longId, 'echo: long'],
+      [lateId, 'echo: late'],
+    ] as const) {
+      const done = await pollTask(() => url, id, (t) => isTerminal(t.status), 15_000, 200);
+      assert.equal(done.status, 'completed', JSON.stringify(done));
+      assert.equal(done.result.content[0].text, text);
+    }
+    assert.deepEqual(await activeWithoutLock(c, 'tools'), []);
+  });
+
+  it('B-07c: two rolling restarts of both workers while 20 tasks run → all 20 complete; restarts alone fail none', async () => {
+    c = await startCluster({ gateways: 2, workers: 2 }); // SHUTDOWN_GRACE_MS 3000 < job length
+    const next = roundRobin(c.urls);
+    const ids = await Promise.all(Array.from({ length: 20 }, (_, i) => createTask(next(), 'slow_echo', { seconds: 5, text: `job-${i}` })));
+    await sleep(1000);
+    const t0 = Date.now();
+    for (let round = 1; round <= 2; round++) {
+      for (const old of c.workers.slice(-2)) {
+        await c.addWorker(); // surge first, then retire the old replica
+        const code = await old.stop('SIGTERM');
+        assert.equal(code, 0, `round ${round}: old worker exited cleanly`);
+      }
+    }
+    assert.ok(Date.now() - t0 < 120_000, 'two rolling restarts within 2 minutes');
+    const released = c.workers.flatMap((w) => w.logs.filter((l) => l.msg === 'step.released'));
+    assert.ok(released.length > 0, 'the restarts interrupted running jobs (else the test proves nothing)');
+
+    const results = await Promise.all(ids.map((id) => pollTask(next, id, (t) => isTerminal(t.status), 60_000, 250)));
+    const notCompleted = results.filter((t) => t.status !== 'completed');
+    assert.deepEqual(
+      notCompleted.map((t) => `${t.taskId}: ${t.status} (${t.statusMessage})`),
+      [],
+      'every task completed; none failed because of the restarts',
+    );
+    results.forEach((t, i) => assert.equal(t.result.content[0].text, `echo: job-${i}`));
+    assert.deepEqual(await activeWithoutLock(c, 'tools'), []);
+    // No job failed in BullMQ either (e.g. "job stalled more than allowable limit").
+    assert.equal(await c.redis.zcard(bullKey(c, 'tools', 'failed')), 0);
+  });
+
+  it('B-07d: SIGTERM while a job is throwing → the task ends failed with the error, not stuck working (T-14)', async () => {
+    // protocol_error_job throws a JSON-RPC error (-32603) 300 ms after it starts.
+    // 1) Long grace: the throw lands during the drain; the failure is recorded before W1 exits.
+    c = await startCluster({ gateways: 1, workers: 1 });
+    const url = c.urls[0]!;
+    const [W1] = c.workers as [Proc];
+    const id1 = await createTask(url, 'protocol_error_job', {});
+    await W1.waitLog((l) => l.msg === 'step.started' && l.taskId === id1, 5000);
+    await sleep(200);
+    assert.equal(await W1.stop('SIGTERM'), 0);
+    const t1 = (await getTask(url, id1)).body.result!;
+    assert.equal(t1.status, 'failed', `recorded before W1 exited: ${JSON.stringify(t1)}`);
+    assert.deepEqual(t1.error, { code: -32603, message: 'protocol_error_job: simulated internal failure' });
+    assert.match(t1.statusMessage ?? '', /simulated internal failure/);
+
+    // 2) No grace: SIGTERM aborts the job as it is about to throw; it must not stay working.
+    const W2 = await c.addWorker({ SHUTDOWN_GRACE_MS: '0' });
+    const id2 = await createTask(url, 'protocol_error_job', {});
+    await W2.waitLog((l) => l.msg === 'step.started' && l.taskId === id2, 5000);
+    await sleep(250);
+    assert.equal(await W2.stop('SIGTERM'), 0);
+    assert.deepEqual(await activeWithoutLock(c, 'tools'), []);
+    const mid = (await getTask(url, id2)).body.result!;
+    assert.ok(['working', 'failed'].includes(mid.status), JSON.stringify(mid));
+    await c.addWorker();
+    const t2 = await pollTask(() => url, id2, (t) => isTerminal(t.status), 15_000, 100);
+    assert.equal(t2.status, 'failed', JSON.stringify(t2));
+    assert.deepEqual(t2.error, { code: -32603, message: 'protocol_error_job: simulated internal failure' });
+    assert.match(t2.statusMessage ?? '', /simulated internal failure/);
+  });
+});

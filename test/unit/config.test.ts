@@ -1,0 +1,186 @@
+/**
+ * Unit tests of `loadConfig` (packages/config, design §5): defaults, one-line `ConfigError`s that
+ * name the variable, tool set validation, the production key rule, and "empty value = default".
+ * Every call passes its own env object; `process.env` is never read or changed.
+ */
+import { describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+import { ConfigError, loadConfig, TOOLSETS, type Config } from '@mcp-tasks/config';
+
+/** Every variable the schema reads (documented in .env.example). */
+const VARIABLES = [
+  'NODE_ENV',
+  'HOST',
+  'PORT',
+  'REDIS_URL',
+  'REDIS_KEY_PREFIX',
+  'MCP_TOOLSETS',
+  'TASK_TTL_MS',
+  'TASK_POLL_INTERVAL_MS',
+  'TASK_INPUT_TIMEOUT_MS',
+  'REQUEST_STATE_KEY',
+  'REQUEST_STATE_TTL_S',
+  'WORKER_CONCURRENCY',
+  'WORKER_LOCK_DURATION_MS',
+  'WORKER_STALLED_INTERVAL_MS',
+  'WORKER_MAX_STALLED_COUNT',
+  'SHUTDOWN_GRACE_MS',
+  'RECONCILE_INTERVAL_MS',
+  'RECONCILE_AFTER_MS',
+  'DEMO_RESEARCH_PHASE_MS',
+  'ALLOWED_ORIGINS',
+  'LOG_LEVEL',
+  'MAX_BODY_BYTES',
+] as const;
+
+const PROD_KEY = 'k'.repeat(32);
+
+/** Asserts `loadConfig(env)` throws a ConfigError whose message is one line naming `variable`. */
+function assertConfigError(env: Record<string, string>, variable: string, also?: RegExp): ConfigError {
+  let caught: unknown;
+  try {
+    loadConfig(env);
+  } catch (e) {
+    caught = e;
+  }
+  assert.ok(caught, `loadConfig(${JSON.stringify(env)}) must throw`);
+  assert.ok(caught instanceof ConfigError, `expected a ConfigError, got ${String(caught)}`);
+  assert.equal(caught.name, 'ConfigError');
+  const msg = caught.message;
+  assert.ok(msg.length > 0);
+  assert.doesNotMatch(msg, /[\r\n]/, `one line: ${JSON.stringify(msg)}`);
+  assert.ok(msg.includes(variable), `message names ${variable}: ${JSON.stringify(msg)}`);
+  if (also) assert.match(msg, also);
+  return caught;
+}
+
+describe('loadConfig defaults', () => {
+  it('an empty environment gives the documented defaults', () => {
+    const c: Config = loadConfig({});
+    assert.equal(c.host, '127.0.0.1');
+    assert.equal(c.port, 3000);
+    assert.equal(c.redisUrl, 'redis://127.0.0.1:6379');
+    assert.deepEqual(c.toolsets, ['demo']);
+    assert.equal(c.task.ttlMs, 86_400_000);
+    assert.equal(c.task.pollIntervalMs, 2000);
+    assert.equal(c.task.inputTimeoutMs, 21_600_000);
+    assert.equal(c.env, 'development');
+    assert.equal(c.keyPrefix, 'mcp');
+    assert.equal(c.logLevel, 'info');
+    assert.equal(c.maxBodyBytes, 4 * 1024 * 1024);
+    assert.equal(c.requestState.isDevKey, true, 'development falls back to the built-in dev key');
+    assert.ok(c.requestState.key.length >= 32);
+    assert.equal(c.requestState.ttlSeconds, 600);
+    assert.deepEqual(c.worker, {
+      concurrency: 50,
+      lockDurationMs: 15_000,
+      stalledIntervalMs: 5000,
+      maxStalledCount: 2,
+      shutdownGraceMs: 10_000,
+      reconcileIntervalMs: 5000,
+      reconcileAfterMs: 10_000,
+    });
+    assert.deepEqual(c.demo, { researchPhaseMs: 20_000 });
+    assert.deepEqual(c.allowedOrigins, ['localhost', '127.0.0.1', '[::1]']);
+  });
+
+  it('given values are parsed and typed', () => {
+    const c = loadConfig({
+      HOST: '0.0.0.0',
+      PORT: '8080',
+      REDIS_URL: 'rediss://user:pw@redis.example:6380/2',
+      MCP_TOOLSETS: 'demo, conformance,demo',
+      TASK_TTL_MS: '60000',
+      TASK_POLL_INTERVAL_MS: '500',
+      LOG_LEVEL: 'debug',
+      UNRELATED_VARIABLE: 'ignored',
+    });
+    assert.equal(c.host, '0.0.0.0');
+    assert.equal(c.port, 8080);
+    assert.equal(c.redisUrl, 'rediss://user:pw@redis.example:6380/2');
+    assert.deepEqual(c.toolsets, ['demo', 'conformance'], 'trimmed and de-duplicated');
+    assert.equal(c.task.ttlMs, 60_000);
+    assert.equal(c.task.pollIntervalMs, 500);
+    assert.equal(c.logLevel, 'debug');
+    assert.deepEqual(loadConfig({ MCP_TOOLSETS: TOOLSETS.join(',') }).toolsets, [...TOOLSETS]);
+  });
+});
+
+describe('loadConfig errors: ConfigError, one line, naming the variable', () => {
+  const bad: [string, string][] = [
+    ['PORT', 'abc'],
+    ['PORT', '70000'],
+    ['PORT', '-1'],
+    ['PORT', '3000.5'],
+    ['REDIS_URL', 'http://127.0.0.1:6379'],
+    ['REDIS_KEY_PREFIX', 'has space'],
+    ['TASK_TTL_MS', 'soon'],
+    ['TASK_TTL_MS', '999'],
+    ['TASK_POLL_INTERVAL_MS', 'fast'],
+    ['TASK_POLL_INTERVAL_MS', '50'],
+    ['TASK_INPUT_TIMEOUT_MS', '1.5'],
+    ['REQUEST_STATE_KEY', 'short'],
+    ['WORKER_CONCURRENCY', '0'],
+    ['WORKER_MAX_STALLED_COUNT', '-1'],
+    ['LOG_LEVEL', 'loud'],
+    ['MAX_BODY_BYTES', '10'],
+  ];
+  for (const [name, value] of bad) {
+    it(`${name}=${JSON.stringify(value)} is rejected`, () => {
+      assertConfigError({ [name]: value }, name);
+    });
+  }
+
+  it('the first bad variable is named even when others are fine', () => {
+    assertConfigError({ HOST: '0.0.0.0', PORT: 'eighty', MCP_TOOLSETS: 'demo' }, 'PORT');
+  });
+});
+
+describe('MCP_TOOLSETS', () => {
+  it('an unknown tool set is rejected, naming the variable and the set', () => {
+    assertConfigError({ MCP_TOOLSETS: 'demo,bogus' }, 'MCP_TOOLSETS', /bogus/);
+    assertConfigError({ MCP_TOOLSETS: 'Demo' }, 'MCP_TOOLSETS', /Demo/);
+  });
+});
+
+describe('production', () => {
+  it('NODE_ENV=production requires REQUEST_STATE_KEY', () => {
+    assertConfigError({ NODE_ENV: 'production' }, 'REQUEST_STATE_KEY');
+    assertConfigError({ NODE_ENV: 'Production' }, 'REQUEST_STATE_KEY');
+  });
+
+  it('NODE_ENV=production with a short key is rejected; with a 32-character key it loads', () => {
+    assertConfigError({ NODE_ENV: 'production', REQUEST_STATE_KEY: 'k'.repeat(31) }, 'REQUEST_STATE_KEY');
+    const c = loadConfig({ NODE_ENV: 'production', REQUEST_STATE_KEY: PROD_KEY });
+    assert.equal(c.env, 'production');
+    assert.equal(c.requestState.key, PROD_KEY);
+    assert.equal(c.requestState.isDevKey, false);
+  });
+});
+
+describe('empty value means "use the default"', () => {
+  const defaults = loadConfig({});
+  for (const name of VARIABLES) {
+    it(`${name}= (empty) gives the same configuration as ${name} unset`, () => {
+      assert.deepEqual(loadConfig({ [name]: '' }), defaults);
+    });
+  }
+
+  it('every variable empty at once gives the defaults (e.g. PORT= is 3000, not 0)', () => {
+    const env = Object.fromEntries(VARIABLES.map((v) => [v, '']));
+    const c = loadConfig(env);
+    assert.deepEqual(c, defaults);
+    assert.equal(c.port, 3000);
+  });
+
+  it('an empty value next to set ones only defaults that variable', () => {
+    const c = loadConfig({ PORT: '', HOST: '0.0.0.0', TASK_TTL_MS: '' });
+    assert.equal(c.port, 3000);
+    assert.equal(c.host, '0.0.0.0');
+    assert.equal(c.task.ttlMs, 86_400_000);
+  });
+
+  it('NODE_ENV=production with REQUEST_STATE_KEY= (empty) still requires the key', () => {
+    assertConfigError({ NODE_ENV: 'production', REQUEST_STATE_KEY: '' }, 'REQUEST_STATE_KEY');
+  });
+});
