@@ -143,6 +143,10 @@ export function createStepProcessor(deps: ProcessorDeps) {
       run.catch(() => undefined); // an abandoned run may reject later
       const outcome = await Promise.race([run, aborted]);
       if (outcome === 'aborted' || ac.signal.aborted) return await afterAbort();
+      if (isInputRequired(outcome) && Object.keys(outcome.inputRequests).length === 0) {
+        await store.fail(taskId, { fence }, { code: -32603, message: `Tool ${tool.name} asked for input without any input request` }, 'Internal error');
+        return 'failed';
+      }
       if (isInputRequired(outcome)) {
         const requests = Object.fromEntries(Object.entries(outcome.inputRequests).map(([k, v]) => [wireKey(k, step), v]));
         const r = await store.parkForInput(taskId, fence, requests, outcome.state ?? null, short(outcome.statusMessage ?? 'Waiting for input'));

@@ -26,12 +26,14 @@ end
 
 -- Checks that the caller holds the current fence and that the task is working.
 -- Returns nil when the write may go ahead, else an error reply table.
+-- The fence only counts for the step it was taken on: after a resume (step + 1) the previous
+-- step's fence is stale until the new step is claimed with a new fence.
 local function checkFence(key, fence)
   if redis.call('EXISTS', key) == 0 then return {'gone'} end
-  local cur = redis.call('HMGET', key, 'status', 'fence')
+  local cur = redis.call('HMGET', key, 'status', 'fence', 'step', 'claimedStep')
   if isTerminal(cur[1]) then return {'terminal', cur[1]} end
   if cur[2] ~= fence then return {'fenced', cur[1]} end
-  if cur[1] ~= 'working' then return {'stale', cur[1]} end
+  if cur[1] ~= 'working' or cur[3] ~= cur[4] then return {'stale', cur[1]} end
   return nil
 end
 
