@@ -317,7 +317,8 @@ export function createServerFactory(deps: GatewayDeps): McpServerFactory {
 
   return ({ era }) => {
     const server = new Server(SERVER_INFO, {
-      capabilities: { tools: {}, extensions: { [TASKS_EXTENSION]: {} } },
+      // The extension exists only on the 2026-07-28 wire (T-07); 2025 clients never get tasks.
+      capabilities: era === 'modern' ? { tools: {}, extensions: { [TASKS_EXTENSION]: {} } } : { tools: {} },
       requestState: { verify: codec.verify },
     });
 
