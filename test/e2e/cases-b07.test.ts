@@ -76,6 +76,7 @@ describe('B-07: worker death and rolling deploys', () => {
       'W2 to start the killed job',
     );
     const pickup = logTime(startedOn(W2, taskId)!) - killedAt;
+    console.log('DBG pickup', pickup);
     assert.ok(
       pickup <= LOCK_DURATION_MS + STALLED_INTERVAL_MS + 4000,
       `W2 picked the job up ${pickup} ms after the kill (bound ≈ lockDuration ${LOCK_DURATION_MS} + stalledInterval ${STALLED_INTERVAL_MS}, plus slack)`,
@@ -185,6 +186,7 @@ describe('B-07: worker death and rolling deploys', () => {
     await W2.waitLog((l) => l.msg === 'step.started' && l.taskId === id2, 5000);
     await sleep(250);
     assert.equal(await W2.stop('SIGTERM'), 0);
+    console.log('DBG W2', W2.logs.filter((l) => true).map((l) => JSON.stringify(l)).join('\n'));
     assert.deepEqual(await activeWithoutLock(c, 'tools'), []);
     const mid = (await getTask(url, id2)).body.result!;
     assert.ok(['working', 'failed'].includes(mid.status), JSON.stringify(mid));

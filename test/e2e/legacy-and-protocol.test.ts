@@ -53,6 +53,7 @@ describe('legacy lane and protocol edges', () => {
     assert.equal(typeof r.body.result?.protocolVersion, 'string', JSON.stringify(r.body));
     assert.equal(r.body.result!.protocolVersion, '2025-11-25');
     assert.ok(!('tasks' in (r.body.result!.capabilities ?? {})), 'no legacy 2025-11 tasks capability (T-08)');
+    assert.equal(r.body.result!.capabilities?.extensions?.['io.modelcontextprotocol/tasks'], undefined, 'the extension is not advertised under 2025-11-25 (T-07)');
     assert.equal(r.body.result!.serverInfo?.name, 'mcp-task-service');
     assert.equal(r.headers.get('mcp-session-id'), null, 'stateless: no session id');
   });
