@@ -63,6 +63,7 @@ export async function startRedis(extraArgs: string[] = []): Promise<ThrowawayRed
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     const probe = new Redis(port, '127.0.0.1', { lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null });
+    probe.on('error', () => undefined); // refused until the server listens
     await waitFor(async () => {
       try {
         await probe.connect();
@@ -219,6 +220,7 @@ export function testEnv(prefix: string, redisUrl: string, extra: Record<string, 
     RECONCILE_INTERVAL_MS: '1000',
     RECONCILE_AFTER_MS: '3000',
     SHUTDOWN_GRACE_MS: '3000',
+    SHUTDOWN_DRAIN_DELAY_MS: '300',
     ...extra,
   };
 }

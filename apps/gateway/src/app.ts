@@ -18,7 +18,7 @@ export interface AppDeps extends GatewayDeps {
 /** Methods whose handling needs Redis: answered 503 + Retry-After while it is unreachable (D10). */
 const NEEDS_REDIS = new Set(['tasks/get', 'tasks/update', 'tasks/cancel']);
 
-export function buildApp(deps: AppDeps): FastifyInstance & { closeMcp(): Promise<void> } {
+export function buildApp(deps: AppDeps): FastifyInstance & { closeMcp(): Promise<void>; startDrain(): void } {
   const { config, log, redis, registry } = deps;
   const app = Fastify({
     // Per-request access logs are off (level warn); the MCP handlers log task events.
@@ -29,8 +29,17 @@ export function buildApp(deps: AppDeps): FastifyInstance & { closeMcp(): Promise
     requestTimeout: 0,
     connectionTimeout: 0,
     keepAliveTimeout: 72_000,
-    return503OnClosing: true,
+    // While closing, requests still read are served (in-flight work finishes); new
+    // connections are refused by the closed listener.
+    return503OnClosing: false,
     forceCloseConnections: 'idle',
+  });
+
+  // Draining (SIGTERM): readiness fails so the load balancer stops sending, and every
+  // response asks the client to reconnect elsewhere, before the listener closes.
+  let draining = false;
+  app.addHook('onRequest', async (_req, reply) => {
+    if (draining) reply.header('connection', 'close');
   });
 
   // Body parse errors and oversized bodies as JSON-RPC errors, per the error table.
@@ -53,6 +62,7 @@ export function buildApp(deps: AppDeps): FastifyInstance & { closeMcp(): Promise
     scope.get('/healthz', async () => ({ status: 'ok' }));
     scope.get('/readyz', async (_req, reply) => {
       try {
+        if (draining) throw new Error('draining');
         if (redis.status !== 'ready') throw new Error(`redis ${redis.status}`);
         await redis.ping();
         return { status: 'ready' };
@@ -107,7 +117,12 @@ export function buildApp(deps: AppDeps): FastifyInstance & { closeMcp(): Promise
     });
   });
 
-  return Object.assign(app as unknown as FastifyInstance, { closeMcp: () => handler.close() });
+  return Object.assign(app as unknown as FastifyInstance, {
+    closeMcp: () => handler.close(),
+    startDrain: () => {
+      draining = true;
+    },
+  });
 }
 
 function needsRedis(body: { method?: string; params?: { name?: string } }, registry: GatewayDeps['registry']): boolean {

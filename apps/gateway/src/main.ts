@@ -2,8 +2,9 @@
  * Gateway process: `POST /mcp`, `/healthz`, `/readyz`. Stateless: every request may land on
  * any replica (D7); Redis and BullMQ clients are created once per process.
  *
- * Signals: SIGTERM/SIGINT → stop accepting, let in-flight requests finish for
- * SHUTDOWN_GRACE_MS, then close what is left and exit.
+ * Signals: SIGTERM/SIGINT → drain for SHUTDOWN_DRAIN_DELAY_MS (/readyz fails, responses carry
+ * `Connection: close`), stop accepting, let in-flight requests finish for SHUTDOWN_GRACE_MS,
+ * then close what is left and exit.
  */
 import { ConfigError, loadConfig } from '@mcp-tasks/config';
 import { createLogger } from '@mcp-tasks/observability';
@@ -60,7 +61,9 @@ async function main() {
   const shutdown = async (sig: string) => {
     if (stopping) return;
     stopping = true;
-    log.info({ sig }, 'gateway.draining');
+    log.info({ sig, drainDelayMs: config.worker.drainDelayMs }, 'gateway.draining');
+    app.startDrain();
+    await new Promise((r) => setTimeout(r, config.worker.drainDelayMs).unref());
     // Stop accepting (new requests get 503), let in-flight requests finish for up to
     // SHUTDOWN_GRACE_MS, then abort what is left (their synchronous jobs are cancelled, C-01).
     const closing = app.close();

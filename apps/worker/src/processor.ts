@@ -162,6 +162,7 @@ export function createStepProcessor(deps: ProcessorDeps) {
       jobLog.info({ outcome: r.code, isError: outcome.isError === true }, 'step.completed');
       return r.code === 'ok' ? 'completed' : r.code;
     } catch (e) {
+      if (e instanceof WaitingError) throw e; // released on shutdown by afterAbort(): not a tool error
       if (ac.signal.aborted) return await afterAbort();
       if (e instanceof ToolCancelled) {
         await store.markCancelled(taskId, fence, short(e.message));

@@ -58,6 +58,8 @@ const schema = z.object({
   WORKER_MAX_STALLED_COUNT: z.coerce.number().int().min(0).default(2),
   /** Grace period on SIGTERM before active jobs are released back to the queue. */
   SHUTDOWN_GRACE_MS: intMs(10_000, 0),
+  /** Gateway: on SIGTERM, how long /readyz fails and responses say `Connection: close` before it stops accepting (load balancer drain). */
+  SHUTDOWN_DRAIN_DELAY_MS: intMs(5000, 0),
   /** How often the reconciler looks for tasks whose job was lost (B-16). */
   RECONCILE_INTERVAL_MS: intMs(5000, 200),
   /** A `working` task untouched this long is checked against its BullMQ job. */
@@ -90,6 +92,7 @@ export interface Config {
     stalledIntervalMs: number;
     maxStalledCount: number;
     shutdownGraceMs: number;
+    drainDelayMs: number;
     reconcileIntervalMs: number;
     reconcileAfterMs: number;
   };
@@ -141,6 +144,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       stalledIntervalMs: e.WORKER_STALLED_INTERVAL_MS,
       maxStalledCount: e.WORKER_MAX_STALLED_COUNT,
       shutdownGraceMs: e.SHUTDOWN_GRACE_MS,
+      drainDelayMs: e.SHUTDOWN_DRAIN_DELAY_MS,
       reconcileIntervalMs: e.RECONCILE_INTERVAL_MS,
       reconcileAfterMs: e.RECONCILE_AFTER_MS,
     },

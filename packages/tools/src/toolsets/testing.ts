@@ -27,12 +27,13 @@ export const slowEcho = defineTool({
 /** `ask_confirm(question?)`: one elicitation (key `confirm`), then answers. B-05, B-14. */
 export const askConfirm = defineTool({
   name: 'ask_confirm',
-  description: 'Asks the user to confirm (one form elicitation with a boolean), then reports the answer.',
-  inputSchema: z.object({ question: z.string().max(500).optional() }),
+  description: 'Asks the user to confirm (one form elicitation with a boolean, `rounds` times, default 1), then reports the last answer.',
+  inputSchema: z.object({ question: z.string().max(500).optional(), rounds: z.number().int().min(1).max(10).optional() }),
   taskSupport: 'optional',
   requiresCapabilities: { elicitation: { form: {} } },
-  async run({ question }, ctx) {
-    if (ctx.step === 1) {
+  async run({ question, rounds = 1 }, ctx) {
+    // Asks `confirm` once per round (wire keys confirm.1, confirm.2, …: never reused, T-29).
+    if (ctx.step <= rounds) {
       return inputRequired({
         inputRequests: {
           confirm: elicitForm(question ?? 'Confirm?', {
