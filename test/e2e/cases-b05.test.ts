@@ -91,6 +91,10 @@ describe('B-05: tasks/update answers dropped or applied twice', () => {
     const warn = await g2.waitLog((l) => l.taskId === taskId && l.msg === 'task.update_unknown_keys', 3000);
     assert.equal(warn.level, 40, 'logged as a warning');
     assert.deepEqual(warn.keys, ['not-K']);
+    // An unknown key is ignored whatever its value (it is not validated against anything).
+    const junk = await updateTask(G3, taskId, { 'not-K-either': 'junk' });
+    assert.equal(junk.body.error, undefined, JSON.stringify(junk.body));
+    assert.equal(junk.body.result?.resultType, 'complete');
     await sleep(500); // give a wrongly enqueued step time to run
     const afterUnknown = await getTask(G3, taskId);
     assert.equal(afterUnknown.body.result!.status, 'input_required', JSON.stringify(afterUnknown.body));
@@ -198,6 +202,30 @@ describe('B-05: tasks/update answers dropped or applied twice', () => {
     } finally {
       await q.close();
     }
+  });
+
+  it('B-05.5: a later request gets a new key; K is never reused, and answering K again is acked and ignored (T-29, T-31)', async () => {
+    const create = await callTool(G1, 'ask_confirm', { question: 'twice?', rounds: 2 });
+    const taskId = create.body.result!.taskId as string;
+    let i = 0;
+    const next = () => c.urls[i++ % c.urls.length]!;
+    const round1 = await pollTask(next, taskId, (t) => t.status === 'input_required', 10_000, 50);
+    const [K] = Object.keys(round1.inputRequests);
+    const ack1 = await updateTask(G2, taskId, { [K!]: { action: 'accept', content: { confirm: true } } });
+    assert.equal(ack1.body.result?.resultType, 'complete');
+    const round2 = await pollTask(next, taskId, (t) => t.status === 'input_required' && !(K! in t.inputRequests), 10_000, 50);
+    const [K2] = Object.keys(round2.inputRequests);
+    assert.ok(K2 && K2 !== K, `round 2 uses a new key (got ${K2}, round 1 was ${K})`);
+    // Answering the old key during round 2 is acked and changes nothing.
+    const stale = await updateTask(G3, taskId, { [K!]: { action: 'accept', content: { confirm: false } } });
+    assert.equal(stale.body.result?.resultType, 'complete');
+    const still = await getTask(G1, taskId);
+    assert.equal(still.body.result!.status, 'input_required');
+    assert.deepEqual(Object.keys(still.body.result!.inputRequests), [K2]);
+    await updateTask(G2, taskId, { [K2!]: { action: 'accept', content: { confirm: false } } });
+    const done = await pollTask(next, taskId, (t) => isTerminal(t.status), 10_000, 50);
+    assert.equal(done.status, 'completed');
+    assert.equal(done.result.content[0].text, 'confirmed: false');
   });
 });
 
