@@ -39,27 +39,51 @@ const brief = (r: RpcResponse) => `HTTP ${r.status} ${JSON.stringify(r.body).sli
 
 /** A bullmq Queue handle on the `tools` queue of a cluster (read-only use: getJob, counts). */
 function toolsQueue(c: Cluster): Queue {
-  return new Queue('tools', { connection: new Redis(c.redisUrl, { maxRetriesPerRequest: null }), prefix: `${c.prefix}:{jobs}` });
+  const u = new URL(c.redisUrl);
+  // Connection options (not an ioredis instance), so queue.close() also closes the connection.
+  return new Queue('tools', { connection: { host: u.hostname, port: Number(u.port || 6379), maxRetriesPerRequest: null }, prefix: `${c.prefix}:{jobs}` });
 }
 
-const ALL_JOB_STATES = ['active', 'completed', 'delayed', 'failed', 'paused', 'prioritized', 'waiting', 'waiting-children'] as const;
+/**
+ * Starts a gateway, again when the harness's free port was taken by another process between
+ * its probe and the gateway's listen (EADDRINUSE; several test files run at once).
+ */
+async function addGateway(c: Cluster, env: Record<string, string> = {}): Promise<Proc> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await c.addGateway(env);
+    } catch (e) {
+      if (attempt >= 3 || !/EADDRINUSE/.test((e as Error).message)) throw e;
+    }
+  }
+}
+
+/** Fails unless `admin` talks to the throwaway redis-server this test started (not a stranger on a reused port). */
+async function assertOwnRedis(admin: Redis, r: ThrowawayRedis) {
+  const pid = Number(/process_id:(\d+)/.exec(await admin.info('server'))?.[1]);
+  assert.equal(pid, r.proc.pid, 'the throwaway redis-server answering is the one this test started');
+}
+
+const ALL_JOB_STATES = ['active', 'completed', 'delayed', 'failed', 'prioritized', 'waiting', 'waiting-children'] as const;
 
 describe('B-02 durable creation before the task handle (T-15, D4, D5)', () => {
   let c: Cluster;
   let proxy: TcpProxy;
   let queue: Queue;
+  /** G1, G2 direct; G3, G4 behind the 200 ms proxy. */
+  let g: Proc[] = [];
   /** Every taskId any gateway returned in (a), (b), (e): checked against BullMQ in (d). */
   const returned = new Set<string>();
-  let slow: string[] = [];
 
   before(async () => {
     const target = new URL(SHARED_REDIS_URL);
     proxy = await startTcpProxy({ targetHost: target.hostname, targetPort: Number(target.port || 6379), delayMs: 200 });
-    // Workers: 2 × 200 slots, so 1,000 one-second jobs drain in a few seconds.
-    c = await startCluster({ gateways: 2, workers: 2, env: { WORKER_CONCURRENCY: '200' } });
-    // G3, G4: same prefix, Redis behind the 200 ms proxy.
-    await Promise.all([c.addGateway({ REDIS_URL: proxy.url }), c.addGateway({ REDIS_URL: proxy.url })]);
-    slow = c.urls.slice(2);
+    // Workers: 2 × 200 slots, so 1,000 one-second jobs drain in a few seconds. Processes are
+    // added after `c` exists, so `after` stops whatever started even if one start fails.
+    c = await startCluster({ gateways: 0, workers: 0, env: { WORKER_CONCURRENCY: '200' } });
+    const slowEnv = { REDIS_URL: proxy.url };
+    g = await Promise.all([addGateway(c), addGateway(c), addGateway(c, slowEnv), addGateway(c, slowEnv)]);
+    await Promise.all([c.addWorker(), c.addWorker()]);
     queue = toolsQueue(c);
   });
   after(async () => {
@@ -96,7 +120,7 @@ describe('B-02 durable creation before the task handle (T-15, D4, D5)', () => {
   }
 
   it('B-02(a) T-15: 1,000 × tools/call slow_echo(1) on G1 then tasks/get on G2 never gives -32602', async () => {
-    const [g1, g2] = c.urls;
+    const [g1, g2] = g.map((p) => p.url!);
     const before = returned.size;
     const { failures, notFound } = await createThenGet(g1!, g2!, 1000, 20, 'a');
     assert.equal(notFound, 0, `tasks/get answered -32602 for ${notFound} ids a gateway had just returned; first: ${failures.slice(0, 3).join(' | ')}`);
@@ -105,7 +129,7 @@ describe('B-02 durable creation before the task handle (T-15, D4, D5)', () => {
   });
 
   it('B-02(b) T-15: with 200 ms added each way between gateways and Redis, tasks/get on G4 right after tools/call on G3 never gives -32602', async () => {
-    const [g3, g4] = slow;
+    const [g3, g4] = g.slice(2).map((p) => p.url!);
     const { failures, notFound, getMs } = await createThenGet(g3!, g4!, 30, 5, 'b');
     assert.equal(notFound, 0, `tasks/get answered -32602 for ${notFound} returned ids; first: ${failures.slice(0, 3).join(' | ')}`);
     assert.deepEqual(failures.slice(0, 5), [], `${failures.length} of 30 iterations failed`);
@@ -114,7 +138,7 @@ describe('B-02 durable creation before the task handle (T-15, D4, D5)', () => {
   });
 
   it('B-02(e) two concurrent identical tools/call with different JSON-RPC ids give two tasks, two jobs, two results (T-45)', async () => {
-    const [g1, g2] = c.urls;
+    const [g1, g2] = g.map((p) => p.url!);
     const args = { seconds: 1, text: 'same arguments' };
     // Same gateway, and across gateways.
     for (const [u1, u2] of [[g1!, g1!], [g1!, g2!]] as const) {
@@ -130,7 +154,7 @@ describe('B-02 durable creation before the task handle (T-15, D4, D5)', () => {
       assert.ok(jobs[0] && jobs[1], `a job per task: ${jobs.map((j) => j?.id ?? 'missing').join(', ')}`);
       assert.notEqual(jobs[0]!.id, jobs[1]!.id);
       // Both run: each completes with its own echo.
-      const next = roundRobin(c.urls.slice(0, 2));
+      const next = roundRobin([g1!, g2!]);
       for (const id of ids) {
         const done = await pollTask(next, id, (t) => t.status !== 'working', 20_000, 100);
         assert.equal(done.status, 'completed', JSON.stringify(done));
@@ -174,8 +198,9 @@ describe('B-02(c) Redis refuses writes while tools/call is handled: -32603, no t
     redis = await startRedis();
     proxy = await startTcpProxy({ targetPort: redis.port });
     c = await startCluster({ redisUrl: redis.url, gateways: 0, workers: 0 });
-    g = await c.addGateway({ REDIS_URL: proxy.url });
+    g = await addGateway(c, { REDIS_URL: proxy.url });
     admin = new Redis(redis.url, { maxRetriesPerRequest: 1 });
+    await assertOwnRedis(admin, redis);
     queue = toolsQueue(c);
     // Warm up: one normal creation, so the task and BullMQ scripts are cached in Redis as in
     // any running deployment.
@@ -215,15 +240,19 @@ describe('B-02(c) Redis refuses writes while tools/call is handled: -32603, no t
     await waitFor(async () => (await fetch(g.url!.replace(/\/mcp$/, '/readyz'))).status === 200, 15_000, 100, 'gateway ready again');
     await sleep(1500); // a command resent on reconnect would land now
     const now = await snapshot();
-    assert.deepEqual(now.tasks.filter((k) => !before.tasks.includes(k)), [], 'no task record left behind');
-    assert.deepEqual(now.jobs.filter((k) => !before.jobs.includes(k)), [], 'no BullMQ job left behind');
-    assert.equal(now.waiting, before.waiting, 'nothing new waiting in the tools queue');
+    const records = await Promise.all(
+      now.tasks
+        .filter((k) => !before.tasks.includes(k))
+        .map(async (k) => `${k} (status ${await admin.hget(k, 'status')}, pttl ${await admin.pttl(k)} ms)`),
+    );
+    const leftovers = { records, jobs: now.jobs.filter((k) => !before.jobs.includes(k)), waiting: now.waiting - before.waiting };
+    assert.deepEqual(leftovers, { records: [], jobs: [], waiting: 0 }, 'nothing left behind: no task record, no BullMQ job (D4)');
     // Sanity: the service works again, so the absence above means something.
     const ok = await callTool(g.url!, 'slow_echo', { seconds: 1 });
     assert.equal(ok.body.result?.resultType, 'task', `after recovery: ${brief(ok)}`);
   }
 
-  it('B-02(c) Redis is a read-only replica (READONLY on every write): -32603, no task record, no job', async () => {
+  it('B-02(c) T-15/D4: Redis is a read-only replica (READONLY on every write): -32603, no task record, no job', async () => {
     const before = await snapshot();
     // Replica of a port nobody listens on: never syncs (keeps its data), refuses every write.
     await admin.call('REPLICAOF', '127.0.0.1', String(await freePort()));
@@ -236,7 +265,7 @@ describe('B-02(c) Redis refuses writes while tools/call is handled: -32603, no t
     await assertNothingLeftBehind(before);
   });
 
-  it('B-02(c) Redis unreachable (every connection cut and refused): 503 + Retry-After with -32603, no task record, no job', async () => {
+  it('B-02(c) T-15/D4/D10: Redis unreachable (every connection cut and refused): 503 + Retry-After with -32603, no task record, no job', async () => {
     const before = await snapshot();
     proxy.pause();
     try {
@@ -250,7 +279,7 @@ describe('B-02(c) Redis refuses writes while tools/call is handled: -32603, no t
     await assertNothingLeftBehind(before);
   });
 
-  it('B-02(c) connection cut while the task record is being written: -32603, and no record appears after Redis is back', async () => {
+  it('B-02(c) T-15/D4: connection cut while the task record is being written: -32603, and no record appears after Redis is back', async () => {
     const before = await snapshot();
     // Cut (and keep refusing) as soon as the gateway sends a command naming a task key.
     proxy.setTap((chunk, dir) => (dir === 'up' && chunk.includes(`${c.prefix}:{t:`) ? 'cut' : undefined));
@@ -265,7 +294,7 @@ describe('B-02(c) Redis refuses writes while tools/call is handled: -32603, no t
     await assertNothingLeftBehind(before);
   });
 
-  it('B-02(c) connection cut while the job is being enqueued (record already written): -32603, and neither record nor job remains after Redis is back', async () => {
+  it('B-02(c) T-15/D4: connection cut while the job is being enqueued (record already written): -32603, and neither record nor job remains after Redis is back', async () => {
     const before = await snapshot();
     proxy.setTap((chunk, dir) => (dir === 'up' && chunk.includes(`${c.prefix}:{jobs}:tools`) ? 'cut' : undefined));
     try {

@@ -166,7 +166,7 @@ after(async () => {
 describe('createTask', () => {
   it('T-15: a created task is durable and readable at once; the record is working, step 1, unclaimed', async () => {
     const now = Date.now();
-    const rec = await store.create(input(), now);
+    const rec = await store.create(input(), undefined, now);
     const read = await store.get(rec.taskId);
     assert.deepEqual(read, rec);
     assert.equal(rec.status, 'working');
@@ -193,14 +193,14 @@ describe('createTask', () => {
 
   it('T-24: the record expires at createdAt + ttlMs (PEXPIREAT), not at now + ttlMs', async () => {
     const now = Date.now();
-    const rec = await store.create(input({ ttlMs: 60_000 }), now);
+    const rec = await store.create(input({ ttlMs: 60_000 }), undefined, now);
     const pttl = await redis.pttl(store.key(rec.taskId));
     assert.ok(pttl > 60_000 - 2000 && pttl <= 60_000, `PTTL ${pttl} must be ≈ 60000`);
     assert.equal(Number(await redis.call('PEXPIRETIME', store.key(rec.taskId))), now + 60_000);
 
     // Created "10 s ago": 10 s of its lifetime are already gone.
     const past = Date.now() - 10_000;
-    const old = await store.create(input({ ttlMs: 60_000 }), past);
+    const old = await store.create(input({ ttlMs: 60_000 }), undefined, past);
     const pttlOld = await redis.pttl(store.key(old.taskId));
     assert.ok(pttlOld > 50_000 - 2000 && pttlOld <= 50_000, `PTTL ${pttlOld} must be ≈ 50000`);
     assert.equal(Number(await redis.call('PEXPIRETIME', store.key(old.taskId))), past + 60_000);

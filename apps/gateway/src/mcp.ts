@@ -21,7 +21,7 @@ import {
 import { z } from 'zod';
 import type { Config } from '@mcp-tasks/config';
 import type { Logger } from '@mcp-tasks/observability';
-import { isWellFormedTaskId, toCreateTaskResult, toDetailedTask, stepJobId, type TaskRecord, type TaskStore } from '@mcp-tasks/task-store';
+import { isWellFormedTaskId, newTaskId, toCreateTaskResult, toDetailedTask, stepJobId, type TaskRecord, type TaskStore } from '@mcp-tasks/task-store';
 import type { JobQueues, TaskEvents } from '@mcp-tasks/jobs';
 import {
   abortableSleep,
@@ -155,6 +155,7 @@ export function createServerFactory(deps: GatewayDeps): McpServerFactory {
   /** Creates a task, enqueues step 1, then returns the handle (T-15, D4). */
   async function startTask(tool: ToolDefinition, args: unknown, ctx: ServerContext, caps: Record<string, unknown>, mode: 'task' | 'sync'): Promise<TaskRecord> {
     const ex = exchangeOf(ctx);
+    const taskId = newTaskId();
     let rec: TaskRecord;
     try {
       rec = await store.create({
@@ -165,22 +166,49 @@ export function createServerFactory(deps: GatewayDeps): McpServerFactory {
         ttlMs: config.task.ttlMs,
         pollIntervalMs: config.task.pollIntervalMs,
         clientCapabilities: caps,
-      });
+      }, taskId);
     } catch (e) {
-      log.error({ err: (e as Error).message, tool: tool.name }, 'task.create_failed');
+      // The write may still have landed (the reply was lost): remove it once Redis answers.
+      log.error({ err: (e as Error).message, taskId, tool: tool.name }, 'task.create_failed');
+      void removeAbandoned(taskId);
       throw storeUnavailable();
     }
     try {
       await queues.enqueueStep(rec.taskId, 1);
     } catch (e) {
-      // Nothing may be left behind without a handle (D4, B-02c).
+      // Nothing may be left behind without a handle (D4, B-02c): the client gets an error.
       log.error({ err: (e as Error).message, taskId: rec.taskId }, 'task.enqueue_failed');
-      await Promise.allSettled([store.remove(rec.taskId), queues.tools.remove(stepJobId(rec.taskId, 1))]);
+      void removeAbandoned(rec.taskId);
       throw storeUnavailable();
     }
     store.scheduleReconcile(rec.taskId, config.worker.reconcileAfterMs, config.task.ttlMs).catch(() => undefined);
     log.info({ taskId: rec.taskId, tool: tool.name, principal: ex.principal, mode }, 'task.created');
     return rec;
+  }
+
+  /**
+   * Deletes the record and step-1 job of a task whose creation failed (the client got an error,
+   * so nobody may ever see it run, D4). Redis is usually the reason it failed, so this retries
+   * (250 ms → 2 s apart, for up to 2 minutes) until the record is gone and no job remains. A
+   * worker that claims the step first finds no record and does nothing.
+   */
+  async function removeAbandoned(taskId: string): Promise<void> {
+    const jobId = stepJobId(taskId, 1);
+    const until = Date.now() + 120_000;
+    for (let wait = 250; Date.now() < until; wait = Math.min(wait * 2, 2000)) {
+      try {
+        await store.remove(taskId);
+        await queues.tools.remove(jobId);
+        if ((await queues.tools.getJobState(jobId)) === 'unknown') {
+          log.info({ taskId }, 'task.abandoned_removed');
+          return;
+        }
+      } catch {
+        // Redis still away: try again.
+      }
+      await new Promise((r) => setTimeout(r, wait));
+    }
+    log.error({ taskId }, 'task.abandoned_not_removed');
   }
 
   /**

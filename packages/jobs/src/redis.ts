@@ -1,7 +1,8 @@
 /**
  * ioredis clients with the settings measured in bullmq-notes §5.
  *  - `request`: gateway request path. Fails fast while Redis is away (offline queue off,
- *    1 retry, 2 s command timeout) so a client gets an error, never a ghost write later.
+ *    1 retry, 2 s command timeout, no resend after a reconnect) so a client gets an error,
+ *    never a ghost write later.
  *  - `worker`: workers and subscribers. Commands wait for the reconnect (BullMQ requires
  *    `maxRetriesPerRequest: null` on blocking connections), so a finished step's write lands.
  * Reconnect back-off is capped at 2 s (BullMQ's default grows to 20 s).
@@ -15,7 +16,16 @@ export const retryStrategy = (times: number): number => Math.min(100 * 2 ** time
 /** Connection options for a role. */
 export function redisOptions(role: RedisRole): RedisOptions {
   return role === 'request'
-    ? { maxRetriesPerRequest: 1, enableOfflineQueue: false, commandTimeout: 2000, retryStrategy, connectTimeout: 5000 }
+    ? {
+        maxRetriesPerRequest: 1,
+        enableOfflineQueue: false,
+        // A command that failed for the caller must not be sent again after a reconnect: the
+        // client already got an error (B-02c: no task or job may appear afterwards).
+        autoResendUnfulfilledCommands: false,
+        commandTimeout: 2000,
+        retryStrategy,
+        connectTimeout: 5000,
+      }
     : { maxRetriesPerRequest: null, retryStrategy, connectTimeout: 5000 };
 }
 

@@ -103,6 +103,11 @@ export function isWellFormedTaskId(id: unknown): id is string {
   return typeof id === 'string' && TASK_ID_RE.test(id);
 }
 
+/** A new task id: UUIDv4, 122 random bits (T-45). */
+export function newTaskId(): string {
+  return randomUUID();
+}
+
 /** BullMQ job id of one step of a task: `t.<taskId>.<step>` (deterministic, D5). */
 export function stepJobId(taskId: string, step: number): string {
   return `t.${taskId}.${step}`;
@@ -152,12 +157,13 @@ export class TaskStore {
   }
 
   /**
-   * Creates a task in `working`, step 1, durable when this resolves (T-15).
+   * Creates a task in `working`, step 1, durable when this resolves (T-15). The caller may pass
+   * the id (to clean up after a failure whose outcome is unknown).
    * @returns the new record.
+   * @throws when Redis fails, or when `taskId` already exists (never overwritten).
    */
-  async create(input: CreateTaskInput, now = Date.now()): Promise<TaskRecord> {
-    for (let attempt = 0; attempt < 3; attempt++) {
-      const taskId = randomUUID();
+  async create(input: CreateTaskInput, taskId: string = newTaskId(), now = Date.now()): Promise<TaskRecord> {
+    {
       const fields: Record<string, string> = {
         status: 'working',
         owner: input.owner,
@@ -181,7 +187,7 @@ export class TaskStore {
         return parseRecord(taskId, fields)!;
       }
     }
-    throw new Error('could not allocate a unique task id');
+    throw new Error(`task id ${taskId} is already taken`);
   }
 
   /** Adds a task to the reconciler index, to be looked at after `afterMs`. Best effort. */
