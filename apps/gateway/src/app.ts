@@ -9,17 +9,29 @@ import { createMcpHandler, validateOriginHeader } from '@modelcontextprotocol/se
 import { toNodeHandler } from '@modelcontextprotocol/node';
 import type { Redis } from 'ioredis';
 import { createServerFactory, type Exchange, type GatewayDeps } from './mcp.js';
-import { ErrorCode, jsonRpcErrorBody } from './errors.js';
+import { ErrorCode, jsonRpcErrorBody, TASKS_EXTENSION } from './errors.js';
+
+type McpBody = {
+  id?: unknown;
+  method?: string;
+  params?: { name?: string; notifications?: { taskIds?: unknown }; inputResponses?: unknown; _meta?: Record<string, any> };
+};
+
+const listensToTasks = (b: McpBody) => b.params?.notifications?.taskIds !== undefined;
+const declaresTasksIn = (b: McpBody) =>
+  b.params?._meta?.['io.modelcontextprotocol/clientCapabilities']?.extensions?.[TASKS_EXTENSION] !== undefined;
 
 export interface AppDeps extends GatewayDeps {
   redis: Redis;
+  /** Connected and answering (a hung Redis is not healthy). */
+  redisHealth: { readonly ok: boolean };
 }
 
 /** Methods whose handling needs Redis: answered 503 + Retry-After while it is unreachable (D10). */
 const NEEDS_REDIS = new Set(['tasks/get', 'tasks/update', 'tasks/cancel']);
 
 export function buildApp(deps: AppDeps): FastifyInstance & { closeMcp(): Promise<void>; startDrain(): void } {
-  const { config, log, redis, registry } = deps;
+  const { config, log, redis, registry, redisHealth } = deps;
   const app = Fastify({
     // Per-request access logs are off (level warn); the MCP handlers log task events.
     loggerInstance: log.child({ component: 'http' }, { level: 'warn' }),
@@ -63,7 +75,7 @@ export function buildApp(deps: AppDeps): FastifyInstance & { closeMcp(): Promise
     scope.get('/readyz', async (_req, reply) => {
       try {
         if (draining) throw new Error('draining');
-        if (redis.status !== 'ready') throw new Error(`redis ${redis.status}`);
+        if (!redisHealth.ok) throw new Error(`redis ${redis.status === 'ready' ? 'not answering' : redis.status}`);
         await redis.ping();
         return { status: 'ready' };
       } catch (e) {
@@ -94,15 +106,22 @@ export function buildApp(deps: AppDeps): FastifyInstance & { closeMcp(): Promise
         if (!v.ok) return reply.code(403).send(jsonRpcErrorBody(null, ErrorCode.InvalidRequest, `Forbidden: ${v.message}`));
       },
       handler: async (req: FastifyRequest, reply) => {
-        const body = req.body as { id?: unknown; method?: string; params?: { name?: string } } | undefined;
-        if (body && typeof body === 'object' && needsRedis(body, registry) && redis.status !== 'ready') {
+        const body = req.body as McpBody | undefined;
+        if (body && typeof body === 'object' && needsRedis(body, registry) && !redisHealth.ok) {
           return reply
             .code(503)
             .header('retry-after', '5')
             .send(jsonRpcErrorBody(body.id, ErrorCode.InternalError, 'Task store unavailable; retry later'));
         }
+        // T-49: asking for task notifications requires declaring the extension on the request.
+        // (Task notifications themselves are not offered yet: the acknowledgement omits taskIds.)
+        if (body?.method === 'subscriptions/listen' && listensToTasks(body) && !declaresTasksIn(body)) {
+          return reply.code(400).send(jsonRpcErrorBody(body.id, ErrorCode.MissingRequiredClientCapability,
+            'Missing required client capability: notifications.taskIds needs the io.modelcontextprotocol/tasks extension declared on the request',
+            { requiredCapabilities: { extensions: { [TASKS_EXTENSION]: {} } } }));
+        }
         // Until authentication lands every caller is the `anonymous` principal (D9).
-        const exchange: Exchange = { principal: 'anonymous' };
+        const exchange: Exchange = { principal: 'anonymous', rawInputResponses: body?.params?.inputResponses };
         (req.raw as unknown as { auth: unknown }).auth = { token: '', clientId: 'anonymous', scopes: [], extra: { exchange } };
         reply.raw.once('close', () => {
           // D4: a client that vanished before the handle reached it cannot know the task.
@@ -125,7 +144,7 @@ export function buildApp(deps: AppDeps): FastifyInstance & { closeMcp(): Promise
   });
 }
 
-function needsRedis(body: { method?: string; params?: { name?: string } }, registry: GatewayDeps['registry']): boolean {
+function needsRedis(body: McpBody, registry: GatewayDeps['registry']): boolean {
   if (!body.method) return false;
   if (NEEDS_REDIS.has(body.method)) return true;
   if (body.method === 'tools/call') {

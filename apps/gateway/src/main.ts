@@ -9,7 +9,7 @@
 import { ConfigError, loadConfig } from '@mcp-tasks/config';
 import { createLogger } from '@mcp-tasks/observability';
 import { TaskStore } from '@mcp-tasks/task-store';
-import { connectOrExplain, createRedis, evictionPolicy, JobQueues, TaskEvents } from '@mcp-tasks/jobs';
+import { connectOrExplain, createRedis, evictionPolicy, JobQueues, TaskEvents, watchRedis } from '@mcp-tasks/jobs';
 import { createRegistry } from '@mcp-tasks/tools';
 import { buildApp } from './app.js';
 
@@ -42,10 +42,11 @@ async function main() {
   if (policy && policy !== 'noeviction') log.warn({ policy }, 'redis.eviction_policy_unsafe: set maxmemory-policy noeviction');
 
   const store = new TaskStore(redis, config.keyPrefix);
-  const queues = new JobQueues(redis, config.keyPrefix);
+  const queues = new JobQueues(redis, config.keyPrefix, (err) => log.warn({ err: err.message }, 'queue.error'));
   const events = new TaskEvents(sub);
   const registry = createRegistry(config.toolsets);
-  const app = buildApp({ config, log, store, queues, events, registry, redis });
+  const redisHealth = watchRedis(redis);
+  const app = buildApp({ config, log, store, queues, events, registry, redis, redisHealth });
 
   try {
     await app.listen({ host: config.host, port: config.port });
@@ -70,6 +71,7 @@ async function main() {
     await Promise.race([closing, new Promise((r) => setTimeout(r, config.worker.shutdownGraceMs).unref())]);
     await app.closeMcp().catch(() => undefined);
     await Promise.race([closing, new Promise((r) => setTimeout(r, 2000).unref())]);
+    redisHealth.stop();
     await Promise.allSettled([queues.close(), sub.quit(), redis.quit()]);
     log.info('gateway.stopped');
     process.exit(0);

@@ -9,7 +9,7 @@
  * `server/discover`, header validation (`-32020`), version errors (`-32022`) and `-32601` for
  * `tasks/list` / `tasks/result` are the SDK's.
  */
-import { createHash } from 'node:crypto';
+import { createHash, randomUUID } from 'node:crypto';
 import {
   createRequestStateCodec,
   inputRequired as sdkInputRequired,
@@ -34,6 +34,7 @@ import {
   type ToolDefinition,
   type ToolRegistry,
 } from '@mcp-tasks/tools';
+import { validateInputResponses } from './answers.js';
 import {
   ErrorCode,
   invalidParams,
@@ -51,6 +52,11 @@ export interface Exchange {
   principal: string;
   /** Set once a task handle is about to be returned (D4: cancelled if the client vanished first). */
   createdTaskId?: string;
+  /**
+   * `params.inputResponses` exactly as sent. The SDK normalises it (a `null` arrives as `{}`),
+   * so `tasks/update` validates this one (T-27: it must be an object).
+   */
+  rawInputResponses?: unknown;
 }
 
 export interface GatewayDeps {
@@ -64,9 +70,14 @@ export interface GatewayDeps {
 
 /** Signed MRTR continuation (M-05, M-06): bound to the principal by the codec's `bind`. */
 type RequestStatePayload =
-  | { k: 'inline'; tool: string; args: string; step: number; state: unknown }
-  | { k: 'pre'; tool: string; args: string; step: number; state: unknown }
+  | MrtrRound
   | { k: 'sync'; tool: string; args: string; taskId: string };
+
+/**
+ * A round of MRTR run in the gateway (inline tools, pre-task rounds): the step that asked, its
+ * state, the requests it issued (`q`, to validate and re-ask), and a single-use nonce (`n`, M-07).
+ */
+type MrtrRound = { k: 'inline' | 'pre'; tool: string; args: string; step: number; state: unknown; q: Record<string, unknown>; n: string };
 
 const TaskIdParams = z.object({ taskId: z.string() }).passthrough();
 
@@ -94,29 +105,6 @@ function missingCaps(required: Record<string, unknown> | undefined, caps: Record
 }
 
 const digest = (v: unknown) => createHash('sha256').update(JSON.stringify(v ?? {})).digest('base64url').slice(0, 22);
-
-function isObject(v: unknown): v is Record<string, unknown> {
-  return typeof v === 'object' && v !== null && !Array.isArray(v);
-}
-
-/**
- * Validates answers to *outstanding* keys only (unknown keys are ignored, T-31; the
- * conformance suite sends `{"unknown-key":{"ignored":true}}` and expects an ack).
- * @throws -32602 when an answer to an outstanding elicitation is not an ElicitResult (B-05.2).
- */
-function validateResponses(outstanding: Record<string, unknown>, responses: Record<string, unknown>): void {
-  for (const [key, value] of Object.entries(responses)) {
-    const req = outstanding[key] as { method?: string } | undefined;
-    if (!req) continue;
-    if (!isObject(value)) throw invalidParams(`inputResponses["${key}"] must be an object`);
-    if (req.method === 'elicitation/create') {
-      if (!['accept', 'decline', 'cancel'].includes(value.action as string)) {
-        throw invalidParams(`inputResponses["${key}"].action must be "accept", "decline" or "cancel"`);
-      }
-      if (value.content !== undefined && !isObject(value.content)) throw invalidParams(`inputResponses["${key}"].content must be an object`);
-    }
-  }
-}
 
 /** Builds the per-request server factory. Expensive things live in `deps`, built once. */
 export function createServerFactory(deps: GatewayDeps): McpServerFactory {
@@ -149,8 +137,28 @@ export function createServerFactory(deps: GatewayDeps): McpServerFactory {
     return new ProtocolError(ErrorCode.InternalError, `Tool ${tool} failed: ${(e as Error).message}`);
   };
 
-  const mrtr = async (out: InputRequired, payload: RequestStatePayload, ctx: ServerContext) =>
-    sdkInputRequired({ inputRequests: out.inputRequests as never, requestState: await codec.mint(payload, ctx) });
+  /** Returns MRTR `input_required` for a gateway-run step, with its signed continuation. */
+  const mrtr = async (k: MrtrRound['k'], tool: string, args: unknown, step: number, out: Pick<InputRequired, 'inputRequests' | 'state'>, ctx: ServerContext) => {
+    const payload: MrtrRound = { k, tool, args: digest(args), step, state: out.state ?? null, q: out.inputRequests, n: randomUUID() };
+    return sdkInputRequired({ inputRequests: out.inputRequests as never, requestState: await codec.mint(payload, ctx) });
+  };
+
+  /**
+   * Continues a gateway-run MRTR round: validates the answers against the requests issued (E-05),
+   * asks again when one is missing (M-08), and spends the continuation's nonce so a replayed
+   * retry cannot run the next step twice (M-07, B-17h).
+   * @returns the step to run and its state, or the `input_required` to send back.
+   */
+  async function continueRound(k: MrtrRound['k'], tool: ToolDefinition, args: unknown, rs: RequestStatePayload | undefined, responses: Record<string, unknown>, ctx: ServerContext) {
+    if (rs?.k !== k) return { step: 1, state: undefined as unknown };
+    validateInputResponses(rs.q, responses);
+    if (Object.keys(rs.q).some((key) => !(key in responses))) {
+      return { again: await mrtr(k, tool.name, args, rs.step, { inputRequests: rs.q as InputRequired['inputRequests'], state: rs.state }, ctx) };
+    }
+    const fresh = await store.redis.set(`${store.prefix}:rs:${rs.n}`, '1', 'PX', config.requestState.ttlSeconds * 1000, 'NX');
+    if (fresh !== 'OK') throw invalidParams('requestState was already used');
+    return { step: rs.step + 1, state: rs.state };
+  }
 
   /** Creates a task, enqueues step 1, then returns the handle (T-15, D4). */
   async function startTask(tool: ToolDefinition, args: unknown, ctx: ServerContext, caps: Record<string, unknown>, mode: 'task' | 'sync'): Promise<TaskRecord> {
@@ -286,10 +294,11 @@ export function createServerFactory(deps: GatewayDeps): McpServerFactory {
     if (rs?.k === 'sync') return resumeSync(rs.taskId, tool, args, ctx, caps, responses);
 
     if (tool.runsIn === 'gateway') {
-      const step = rs?.k === 'inline' ? rs.step + 1 : 1;
+      const round = await continueRound('inline', tool, args, rs, responses, ctx);
+      if ('again' in round) return round.again;
       try {
-        const out = await tool.run(args, inlineContext(ctx, step, rs?.k === 'inline' ? rs.state : undefined, responses, caps));
-        if (isInputRequired(out)) return mrtr(out, { k: 'inline', tool: tool.name, args: digest(args), step, state: out.state ?? null }, ctx);
+        const out = await tool.run(args, inlineContext(ctx, round.step, round.state, responses, caps));
+        if (isInputRequired(out)) return mrtr('inline', tool.name, args, round.step, out, ctx);
         return out;
       } catch (e) {
         if (e instanceof ToolCancelled) return { content: [{ type: 'text', text: e.message }], isError: true };
@@ -298,9 +307,10 @@ export function createServerFactory(deps: GatewayDeps): McpServerFactory {
     }
 
     if (tool.preTask) {
-      const step = rs?.k === 'pre' ? rs.step + 1 : 1;
-      const pre = await tool.preTask(args, inlineContext(ctx, step, rs?.k === 'pre' ? rs.state : undefined, responses, caps));
-      if ('kind' in pre && pre.kind === 'input_required') return mrtr(pre, { k: 'pre', tool: tool.name, args: digest(args), step, state: pre.state ?? null }, ctx);
+      const round = await continueRound('pre', tool, args, rs, responses, ctx);
+      if ('again' in round) return round.again;
+      const pre = await tool.preTask(args, inlineContext(ctx, round.step, round.state, responses, caps));
+      if ('kind' in pre && pre.kind === 'input_required') return mrtr('pre', tool.name, args, round.step, pre, ctx);
       args = (pre as { args: Record<string, unknown> }).args;
     }
 
@@ -317,7 +327,7 @@ export function createServerFactory(deps: GatewayDeps): McpServerFactory {
     const rec = await store.get(taskId);
     if (!rec || rec.owner !== exchangeOf(ctx).principal) throw invalidParams('requestState refers to a call that no longer exists');
     if (rec.status === 'input_required') {
-      validateResponses(rec.inputRequests, responses);
+      validateInputResponses(rec.inputRequests, responses);
       const r = await store.applyInputResponses(taskId, responses);
       if (r.code === 'resumed') await resumeStep(taskId, r.step);
     }
@@ -366,11 +376,11 @@ export function createServerFactory(deps: GatewayDeps): McpServerFactory {
     server.setRequestHandler('tasks/update', { params: TaskIdParams }, async (params, ctx) => {
       if (!declaresTasks(ctx)) throw tasksExtensionRequired('tasks/update');
       const rec = await ownTask(params.taskId, ctx);
-      const responses = ctx.mcpReq.inputResponses ?? {};
+      const responses = exchangeOf(ctx).rawInputResponses;
       const dropped = (ctx.mcpReq.droppedInputResponseKeys ?? []).filter((k) => k in rec.inputRequests);
       if (dropped.length) throw invalidParams(`inputResponses["${dropped[0]}"] is not a valid response`);
+      validateInputResponses(rec.status === 'input_required' ? rec.inputRequests : {}, responses);
       if (rec.status !== 'input_required') return {};
-      validateResponses(rec.inputRequests, responses);
       const r = await store.applyInputResponses(rec.taskId, responses);
       const unknown = Object.keys(responses).filter((k) => !(k in rec.inputRequests));
       if (unknown.length) log.warn({ taskId: rec.taskId, keys: unknown.slice(0, 10) }, 'task.update_unknown_keys');

@@ -47,10 +47,16 @@ export class JobQueues {
   readonly tools: Queue;
   readonly maintenance: Queue;
 
-  constructor(connection: Redis, keyPrefix: string) {
+  /**
+   * @param onError receives connection errors of the queues (log them; BullMQ prints them to
+   *                stderr when nobody listens).
+   */
+  constructor(connection: Redis, keyPrefix: string, onError: (err: Error) => void = () => undefined) {
     const opts = { connection, prefix: bullPrefix(keyPrefix), streams: { events: { maxLen: EVENTS_MAX_LEN } } };
     this.tools = new Queue(TOOLS_QUEUE, opts);
     this.maintenance = new Queue(MAINTENANCE_QUEUE, opts);
+    this.tools.on('error', onError);
+    this.maintenance.on('error', onError);
   }
 
   /** Enqueues step `step` of a task (idempotent: same job id). */

@@ -70,3 +70,34 @@ export async function evictionPolicy(redis: Redis): Promise<string | undefined> 
     return undefined;
   }
 }
+
+/** Redis liveness as the gateway sees it: connected **and** answering PING in time. */
+export interface RedisHealth {
+  readonly ok: boolean;
+  stop(): void;
+}
+
+/**
+ * Pings `redis` every `everyMs` (default 1000 ms); a PING unanswered within `timeoutMs`
+ * (default 1000 ms) marks Redis unhealthy until one succeeds. A hung Redis (connection up,
+ * no answers) thus turns readiness off and task requests into 503 + Retry-After (D10).
+ */
+export function watchRedis(redis: Redis, everyMs = 1000, timeoutMs = 1000): RedisHealth {
+  let answering = true;
+  const tick = async () => {
+    try {
+      await Promise.race([redis.ping(), new Promise((_, reject) => setTimeout(() => reject(new Error('timeout')), timeoutMs).unref())]);
+      answering = true;
+    } catch {
+      answering = false;
+    }
+  };
+  const timer = setInterval(() => void tick(), everyMs);
+  timer.unref();
+  return {
+    get ok() {
+      return answering && redis.status === 'ready';
+    },
+    stop: () => clearInterval(timer),
+  };
+}

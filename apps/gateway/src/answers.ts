@@ -1,0 +1,61 @@
+/**
+ * Validation of answers to input requests (`inputResponses`), shared by `tasks/update` and
+ * MRTR retries of synchronous calls.
+ *
+ * Only answers to *outstanding* keys are checked: unknown keys are ignored (T-31; the
+ * conformance suite sends `{"unknown-key":{"ignored":true}}` and expects an ack). An answer to
+ * an elicitation must be an ElicitResult (`action` accept | decline | cancel); an accepted
+ * form's `content` must satisfy the `requestedSchema` the server sent (E-05, checked with Ajv,
+ * JSON Schema 2020-12). Errors are JSON-RPC `-32602` (B-05.2).
+ */
+import { Ajv2020, type ValidateFunction } from 'ajv/dist/2020.js';
+import addFormats from 'ajv-formats';
+import { invalidParams } from './errors.js';
+
+const ajv = new Ajv2020({ strict: false, allErrors: false });
+(addFormats as unknown as (a: Ajv2020) => void)(ajv);
+const compiled = new Map<string, ValidateFunction>();
+
+function validatorFor(schema: unknown): ValidateFunction | undefined {
+  const key = JSON.stringify(schema);
+  let v = compiled.get(key);
+  if (!v) {
+    try {
+      const { $schema: _ignored, ...rest } = schema as Record<string, unknown>;
+      v = ajv.compile(rest);
+    } catch {
+      return undefined; // a schema we cannot compile is not the client's fault
+    }
+    if (compiled.size > 500) compiled.clear();
+    compiled.set(key, v);
+  }
+  return v;
+}
+
+const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
+
+/**
+ * Checks `inputResponses` as a whole and the answers to `outstanding` requests.
+ * @throws ProtocolError -32602 naming the key and what is wrong.
+ */
+export function validateInputResponses(outstanding: Record<string, unknown>, responses: unknown): asserts responses is Record<string, unknown> {
+  if (!isObject(responses)) throw invalidParams('inputResponses must be an object mapping input request keys to responses');
+  for (const [key, value] of Object.entries(responses)) {
+    const req = outstanding[key] as { method?: string; params?: { requestedSchema?: unknown; mode?: string } } | undefined;
+    if (!req) continue;
+    if (!isObject(value)) throw invalidParams(`inputResponses["${key}"] must be an object`);
+    if (req.method !== 'elicitation/create') continue;
+    if (!['accept', 'decline', 'cancel'].includes(value.action as string)) {
+      throw invalidParams(`inputResponses["${key}"].action must be "accept", "decline" or "cancel"`);
+    }
+    if (value.content !== undefined && !isObject(value.content)) throw invalidParams(`inputResponses["${key}"].content must be an object`);
+    if (value.action === 'accept' && req.params?.mode !== 'url' && req.params?.requestedSchema) {
+      const validate = validatorFor(req.params.requestedSchema);
+      if (validate && !validate(value.content ?? {})) {
+        const err = validate.errors?.[0];
+        const where = err?.instancePath ? `content${err.instancePath.replace(/\//g, '.')}` : 'content';
+        throw invalidParams(`inputResponses["${key}"].${where} does not match the requested schema: ${err?.message ?? 'invalid'}`);
+      }
+    }
+  }
+}
