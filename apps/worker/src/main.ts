@@ -54,7 +54,7 @@ async function main() {
   if (policy && policy !== 'noeviction') log.warn({ policy }, 'redis.eviction_policy_unsafe: set maxmemory-policy noeviction');
 
   const store = new TaskStore(redis, config.keyPrefix);
-  const queues = new JobQueues(redis, config.keyPrefix, (err) => log.warn({ err: err.message }, 'queue.error'));
+  const queues = new JobQueues(redis, config.keyPrefix, config.task.ttlMs, (err) => log.warn({ err: err.message }, 'queue.error'));
   const registry = createRegistry(config.toolsets);
   let shuttingDown = false;
 

@@ -71,6 +71,7 @@ export function createStepProcessor(deps: ProcessorDeps) {
     const { fence } = claim;
     const tool = registry.get(claim.tool);
     if (!tool) {
+      jobLog.error({ tool: claim.tool }, 'step.tool_not_enabled: check MCP_TOOLSETS on gateways and workers');
       await store.fail(taskId, { fence }, { code: -32603, message: `Tool ${claim.tool} is not enabled on this worker` }, 'Tool not available');
       return 'failed';
     }

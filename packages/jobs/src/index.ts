@@ -33,11 +33,19 @@ export function bullPrefix(keyPrefix: string): string {
   return `${keyPrefix}:{jobs}`;
 }
 
-/** Retention: finished jobs are kept 1 day (the dedup window of step ids), failed ones 7 days. */
-export const JOB_RETENTION: Pick<JobsOptions, 'removeOnComplete' | 'removeOnFail'> = {
-  removeOnComplete: { age: 86_400, count: 20_000 },
-  removeOnFail: { age: 7 * 86_400, count: 20_000 },
-};
+/**
+ * Retention of finished jobs (seconds): no longer than the task they belong to lives (its
+ * `ttlMs`), at most 1 day for completed and 7 days for failed jobs, and at most 20,000 of each.
+ * A step job re-added after its removal does nothing: the claim script checks the task.
+ * Eviction by age is lazy in BullMQ (it runs when another job finishes).
+ */
+export function jobRetention(taskTtlMs: number): Pick<JobsOptions, 'removeOnComplete' | 'removeOnFail'> {
+  const ttlS = Math.max(60, Math.ceil(taskTtlMs / 1000));
+  return {
+    removeOnComplete: { age: Math.min(ttlS, 86_400), count: 20_000 },
+    removeOnFail: { age: Math.min(ttlS, 7 * 86_400), count: 20_000 },
+  };
+}
 
 /** Events stream cap per queue. */
 export const EVENTS_MAX_LEN = 1000;
@@ -51,7 +59,10 @@ export class JobQueues {
    * @param onError receives connection errors of the queues (log them; BullMQ prints them to
    *                stderr when nobody listens).
    */
-  constructor(connection: Redis, keyPrefix: string, onError: (err: Error) => void = () => undefined) {
+  private readonly retention: Pick<JobsOptions, 'removeOnComplete' | 'removeOnFail'>;
+
+  constructor(connection: Redis, keyPrefix: string, taskTtlMs: number, onError: (err: Error) => void = () => undefined) {
+    this.retention = jobRetention(taskTtlMs);
     const opts = { connection, prefix: bullPrefix(keyPrefix), streams: { events: { maxLen: EVENTS_MAX_LEN } } };
     this.tools = new Queue(TOOLS_QUEUE, opts);
     this.maintenance = new Queue(MAINTENANCE_QUEUE, opts);
@@ -64,7 +75,7 @@ export class JobQueues {
     await this.tools.add(JOB_STEP, { taskId, step } satisfies StepJobData, {
       jobId: stepJobId(taskId, step),
       attempts: 1,
-      ...JOB_RETENTION,
+      ...this.retention,
     });
   }
 
@@ -74,7 +85,7 @@ export class JobQueues {
       jobId: `${stepJobId(taskId, step)}.timeout`,
       delay: delayMs,
       attempts: 1,
-      ...JOB_RETENTION,
+      ...this.retention,
     });
   }
 

@@ -44,6 +44,11 @@ export function createRedis(url: string, role: RedisRole, name: string): Redis {
  */
 export async function connectOrExplain(redis: Redis, url: string, timeoutMs = 5000): Promise<void> {
   const safeUrl = url.replace(/\/\/[^@/]*@/, '//***@');
+  let connectError: Error | undefined; // the socket error says more than "Connection is closed."
+  const onError = (e: Error) => {
+    connectError ??= e;
+  };
+  redis.on('error', onError);
   try {
     await Promise.race([
       (async () => {
@@ -53,11 +58,13 @@ export async function connectOrExplain(redis: Redis, url: string, timeoutMs = 50
       new Promise((_, reject) => setTimeout(() => reject(new Error(`no answer within ${timeoutMs} ms`)), timeoutMs)),
     ]);
   } catch (e) {
-    const why = (e as Error).message || String(e);
+    const why = connectError?.message || (e as Error).message || String(e);
     redis.disconnect();
     throw new Error(
       `cannot reach Redis at ${safeUrl} (${why}). Start one (e.g. \`redis-server --port 6379\`) or set REDIS_URL to a reachable Redis.`,
     );
+  } finally {
+    redis.off('error', onError);
   }
 }
 

@@ -43,7 +43,8 @@ export class ToolRegistry {
       const entry: Record<string, unknown> = {
         name: t.name,
         description: t.description,
-        inputSchema: z.toJSONSchema(t.inputSchema, { target: 'draft-2020-12' }),
+        // `io: 'input'`: describes what is accepted (unknown keys are ignored, not refused).
+        inputSchema: z.toJSONSchema(t.inputSchema, { target: 'draft-2020-12', io: 'input' }),
       };
       if (t.title) entry.title = t.title;
       return entry;

@@ -114,7 +114,9 @@ export const add = defineTool({
   taskSupport: 'forbidden',
   runsIn: 'gateway',
   async run({ a, b }) {
-    return textResult(String(a + b), { structuredContent: { sum: a + b } });
+    const sum = a + b;
+    if (!Number.isFinite(sum)) return textResult(`${a} + ${b} is not a finite number`, { isError: true });
+    return textResult(String(sum), { structuredContent: { sum } });
   },
 });
 
