@@ -77,6 +77,7 @@ describe('loadConfig defaults', () => {
       stalledIntervalMs: 5000,
       maxStalledCount: 2,
       shutdownGraceMs: 10_000,
+      drainDelayMs: 5_000,
       reconcileIntervalMs: 5000,
       reconcileAfterMs: 10_000,
     });
