@@ -44,20 +44,6 @@ function toolsQueue(c: Cluster): Queue {
   return new Queue('tools', { connection: { host: u.hostname, port: Number(u.port || 6379), maxRetriesPerRequest: null }, prefix: `${c.prefix}:{jobs}` });
 }
 
-/**
- * Starts a gateway, again when the harness's free port was taken by another process between
- * its probe and the gateway's listen (EADDRINUSE; several test files run at once).
- */
-async function addGateway(c: Cluster, env: Record<string, string> = {}): Promise<Proc> {
-  for (let attempt = 1; ; attempt++) {
-    try {
-      return await c.addGateway(env);
-    } catch (e) {
-      if (attempt >= 3 || !/EADDRINUSE/.test((e as Error).message)) throw e;
-    }
-  }
-}
-
 /** Fails unless `admin` talks to the throwaway redis-server this test started (not a stranger on a reused port). */
 async function assertOwnRedis(admin: Redis, r: ThrowawayRedis) {
   const pid = Number(/process_id:(\d+)/.exec(await admin.info('server'))?.[1]);
@@ -82,7 +68,7 @@ describe('B-02 durable creation before the task handle (T-15, D4, D5)', () => {
     // added after `c` exists, so `after` stops whatever started even if one start fails.
     c = await startCluster({ gateways: 0, workers: 0, env: { WORKER_CONCURRENCY: '200' } });
     const slowEnv = { REDIS_URL: proxy.url };
-    g = await Promise.all([addGateway(c), addGateway(c), addGateway(c, slowEnv), addGateway(c, slowEnv)]);
+    g = await Promise.all([c.addGateway(), c.addGateway(), c.addGateway(slowEnv), c.addGateway(slowEnv)]);
     await Promise.all([c.addWorker(), c.addWorker()]);
     queue = toolsQueue(c);
   });
@@ -198,7 +184,7 @@ describe('B-02(c) Redis refuses writes while tools/call is handled: -32603, no t
     redis = await startRedis();
     proxy = await startTcpProxy({ targetPort: redis.port });
     c = await startCluster({ redisUrl: redis.url, gateways: 0, workers: 0 });
-    g = await addGateway(c, { REDIS_URL: proxy.url });
+    g = await c.addGateway({ REDIS_URL: proxy.url });
     admin = new Redis(redis.url, { maxRetriesPerRequest: 1 });
     await assertOwnRedis(admin, redis);
     queue = toolsQueue(c);

@@ -43,20 +43,6 @@ function assertHeaderMismatch(r: RpcResponse, what: string) {
   assert.ok(!('result' in r.body), `${what}: never a Task object`);
 }
 
-/**
- * Starts a gateway, again when the harness's free port was taken by another process between
- * its probe and the gateway's listen (EADDRINUSE; several test files run at once).
- */
-async function addGateway(c: Cluster, env: Record<string, string> = {}): Promise<Proc> {
-  for (let attempt = 1; ; attempt++) {
-    try {
-      return await c.addGateway(env);
-    } catch (e) {
-      if (attempt >= 3 || !/EADDRINUSE/.test((e as Error).message)) throw e;
-    }
-  }
-}
-
 /** Commands that read by scanning, and commands that write. */
 const SCANS = ['keys', 'scan', 'hscan', 'sscan', 'zscan'];
 const WRITES = [
@@ -92,7 +78,7 @@ describe('B-03 unknown, expired and malformed task ids give -32602, never a Task
     admin = new Redis(redis.url, { maxRetriesPerRequest: 1 });
     // DBSIZE must be this cluster's alone: make sure the server on that port is ours.
     assert.equal(Number(/process_id:(\d+)/.exec(await admin.info('server'))?.[1]), redis.proc.pid, 'our own throwaway redis-server');
-    await Promise.all([addGateway(c), addGateway(c), c.addWorker()]);
+    await Promise.all([c.addGateway(), c.addGateway(), c.addWorker()]);
     const [g1] = c.urls;
     const next = roundRobin(c.urls);
     const t0 = Date.now();

@@ -30,13 +30,14 @@ export async function freePort(): Promise<number> {
 export const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 /** Polls `fn` until it returns a truthy value or `timeoutMs` passes. */
-export async function waitFor<T>(fn: () => Promise<T> | T, timeoutMs = 10_000, everyMs = 50, what = 'condition'): Promise<T> {
+type Falsy = undefined | null | false | 0 | '';
+export async function waitFor<T>(fn: () => Promise<T | Falsy> | T | Falsy, timeoutMs = 10_000, everyMs = 50, what = 'condition'): Promise<T> {
   const end = Date.now() + timeoutMs;
   let last: unknown;
   for (;;) {
     try {
       const v = await fn();
-      if (v) return v;
+      if (v) return v as T;
     } catch (e) {
       last = e;
     }
@@ -242,9 +243,17 @@ export async function startCluster(opts: ClusterOptions = {}): Promise<Cluster> 
     },
     redis,
     async addGateway(extra = {}) {
-      const g = await startProcess('gateway', { ...env, ...extra });
-      c.gateways.push(g);
-      return g;
+      // freePort() releases the port before the gateway binds it; another test file may take
+      // it in between (EADDRINUSE): try again on a new port.
+      for (let attempt = 1; ; attempt++) {
+        try {
+          const g = await startProcess('gateway', { ...env, ...extra });
+          c.gateways.push(g);
+          return g;
+        } catch (e) {
+          if (attempt >= 3 || !/EADDRINUSE/.test((e as Error).message)) throw e;
+        }
+      }
     },
     async addWorker(extra = {}) {
       const w = await startProcess('worker', { ...env, ...extra });
@@ -269,10 +278,15 @@ export async function startCluster(opts: ClusterOptions = {}): Promise<Cluster> 
       redis.disconnect();
     },
   };
-  await Promise.all([
+  const started = await Promise.allSettled([
     ...Array.from({ length: opts.gateways ?? 1 }, () => c.addGateway()),
     ...Array.from({ length: opts.workers ?? 1 }, () => c.addWorker()),
   ]);
+  const failed = started.find((r) => r.status === 'rejected');
+  if (failed) {
+    await c.stop(); // never leave the processes that did start running
+    throw (failed as PromiseRejectedResult).reason;
+  }
   return c;
 }
 
