@@ -58,6 +58,14 @@ describe('legacy lane and protocol edges', () => {
     assert.equal(r.headers.get('mcp-session-id'), null, 'stateless: no session id');
   });
 
+  it('a 2025 tasks/get gets -32601: no tasks are offered under 2025-11-25 (T-07, T-48 does not apply)', async () => {
+    const r = await rpc(url, 'tasks/get', {}, {
+      rawBody: JSON.stringify({ jsonrpc: '2.0', id: 7, method: 'tasks/get', params: { taskId: '00000000-0000-4000-8000-000000000000' } }),
+      headers: { 'mcp-protocol-version': '2025-11-25', 'mcp-method': null, 'mcp-name': null },
+    });
+    assert.equal(r.body.error?.code, -32601, JSON.stringify(r.body));
+  });
+
   it('tools/call countdown from a client without the extension runs on a worker and returns a plain CallToolResult (T-01)', async () => {
     const r = await callTool(url, 'countdown', { seconds: 1 }, { tasks: false });
     assert.equal(r.status, 200, JSON.stringify(r.body));

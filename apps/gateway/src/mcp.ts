@@ -97,6 +97,16 @@ export function declaresTasks(ctx: ServerContext): boolean {
   return !!ext && ext[TASKS_EXTENSION] !== undefined;
 }
 
+/**
+ * The Tasks extension gate, before any lookup (T-05): under 2025-11-25 there are no tasks here
+ * (we do not offer the legacy tasks capability, T-07) → `-32601`; a 2026 request that does not
+ * declare the extension → `-32021`.
+ */
+function gateTasks(era: 'legacy' | 'modern', ctx: ServerContext, method: string): void {
+  if (era === 'legacy') throw new ProtocolError(ErrorCode.MethodNotFound, `Method not found: ${method} (no tasks under protocol 2025-11-25)`);
+  if (!declaresTasks(ctx)) throw tasksExtensionRequired(method);
+}
+
 /** Capabilities in `required` (top-level keys) that `caps` lacks; undefined when none. */
 function missingCaps(required: Record<string, unknown> | undefined, caps: Record<string, unknown>): Record<string, unknown> | undefined {
   if (!required) return undefined;
@@ -368,13 +378,13 @@ export function createServerFactory(deps: GatewayDeps): McpServerFactory {
 
     // tasks/get (T-21, T-22): pure read.
     server.setRequestHandler('tasks/get', { params: TaskIdParams }, async (params, ctx) => {
-      if (!declaresTasks(ctx)) throw tasksExtensionRequired('tasks/get');
+      gateTasks(era, ctx, 'tasks/get');
       return toDetailedTask(await ownTask(params.taskId, ctx)) as never;
     });
 
     // tasks/update (T-27..T-32): answers applied atomically before the ack.
     server.setRequestHandler('tasks/update', { params: TaskIdParams }, async (params, ctx) => {
-      if (!declaresTasks(ctx)) throw tasksExtensionRequired('tasks/update');
+      gateTasks(era, ctx, 'tasks/update');
       const rec = await ownTask(params.taskId, ctx);
       const responses = exchangeOf(ctx).rawInputResponses;
       const dropped = (ctx.mcpReq.droppedInputResponseKeys ?? []).filter((k) => k in rec.inputRequests);
@@ -391,7 +401,7 @@ export function createServerFactory(deps: GatewayDeps): McpServerFactory {
 
     // tasks/cancel (T-35..T-38): ack at once; terminal tasks ack unchanged.
     server.setRequestHandler('tasks/cancel', { params: TaskIdParams }, async (params, ctx) => {
-      if (!declaresTasks(ctx)) throw tasksExtensionRequired('tasks/cancel');
+      gateTasks(era, ctx, 'tasks/cancel');
       const rec = await ownTask(params.taskId, ctx);
       const r = await store.requestCancel(rec.taskId);
       if (r.code === 'gone') throw taskNotFound();
