@@ -64,6 +64,27 @@ describe('synchronous calls (no Tasks extension on the request)', () => {
     assert.ok(!ranOn[0]!.logs.some((l) => l.msg === 'step.completed' && l.taskId === task!.taskId), 'the step never completed');
   });
 
+  it('a synchronous call whose gateway is killed is cancelled by the reconciler (C-01: the client stream closed)', async () => {
+    const g = await c.addGateway();
+    const pending = callTool(g.url!, 'slow_echo', { seconds: 30, text: 'orphan' }, { tasks: false }).catch((e) => e);
+    const task = await waitFor(async () => {
+      const t = (await syncTasks('slow_echo')).find((x) => x.text === undefined && x.args?.includes('orphan') && x.claimedStep);
+      return t;
+    }, 10_000, 50, 'the orphan-to-be to start');
+    await g.kill();
+    await pending;
+    const killedAt = Date.now();
+    // SYNC_HOLDER_TIMEOUT_MS=3000, RECONCILE_AFTER_MS=3000, RECONCILE_INTERVAL_MS=1000 in the test env.
+    const final = await waitFor(async () => {
+      const t = (await syncTasks('slow_echo')).find((x) => x.taskId === task.taskId);
+      return t && t.status !== 'working' ? t : undefined;
+    }, 15_000, 100, 'the orphaned call to be cancelled');
+    assert.equal(final.status, 'cancelled');
+    assert.match(final.statusMessage ?? '', /the request that started it is gone/, JSON.stringify(final));
+    assert.ok(Date.now() - killedAt < 12_000);
+    await waitFor(() => c.workers.some((w) => w.logs.some((l) => l.msg === 'step.cancelled' && l.taskId === task.taskId)), 3000, 50, 'the worker stopped the tool');
+  });
+
   it('deep_research without the extension: MRTR input_required, then the report on the retry (D2)', async () => {
     const first = await callTool(c.urls[0]!, 'deep_research', { topic: 'bees' }, { tasks: false });
     assert.equal(first.body.result?.resultType, 'input_required', JSON.stringify(first.body));

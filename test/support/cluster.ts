@@ -222,6 +222,7 @@ export function testEnv(prefix: string, redisUrl: string, extra: Record<string, 
     RECONCILE_AFTER_MS: '3000',
     SHUTDOWN_GRACE_MS: '3000',
     SHUTDOWN_DRAIN_DELAY_MS: '300',
+    SYNC_HOLDER_TIMEOUT_MS: '3000',
     ...extra,
   };
 }

@@ -78,6 +78,7 @@ describe('loadConfig defaults', () => {
       maxStalledCount: 2,
       shutdownGraceMs: 10_000,
       drainDelayMs: 5_000,
+      syncHolderTimeoutMs: 15_000,
       reconcileIntervalMs: 5000,
       reconcileAfterMs: 10_000,
     });

@@ -238,8 +238,15 @@ export function createServerFactory(deps: GatewayDeps): McpServerFactory {
     const channel = store.channel(taskId);
     const signal = ctx.mcpReq.signal;
     await events.subscribe(channel);
+    // Tell the reconciler this request is still held (a killed gateway stops renewing).
+    const renewEvery = Math.max(500, Math.floor(config.worker.syncHolderTimeoutMs / 3));
+    let renewedAt = 0;
     try {
       for (;;) {
+        if (Date.now() - renewedAt >= renewEvery) {
+          renewedAt = Date.now();
+          await store.renewHolder(taskId).catch(() => false);
+        }
         if (signal.aborted) {
           await store.requestCancel(taskId, 'Cancelled: the client closed the request').catch(() => undefined);
           log.info({ taskId, tool: tool.name }, 'sync.disconnected');

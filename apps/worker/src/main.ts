@@ -128,9 +128,10 @@ async function main() {
         log,
         afterMs: config.worker.reconcileAfterMs,
         inputTimeoutMs: config.task.inputTimeoutMs,
+        syncHolderTimeoutMs: config.worker.syncHolderTimeoutMs,
         maxTtlMs: config.task.ttlMs,
       });
-      if (counts.failed || counts.requeued) log.info(counts, 'reconcile.done');
+      if (counts.failed || counts.requeued || counts.cancelled) log.info(counts, 'reconcile.done');
       return counts;
     },
     { ...workerOpts, concurrency: 1 },

@@ -6,6 +6,7 @@
  *    otherwise → `failed` ("job lost");
  *  - a `working` task whose step job ended (completed/failed) without a task write → `failed`;
  *  - an `input_required` task whose input-timeout job was lost → `failed` after the timeout;
+ *  - a synchronous call whose gateway stopped renewing its hold (killed) → cancelled (C-01);
  *  - terminal or expired tasks → dropped from the index.
  * Tasks that reported progress recently are not checked (they are alive).
  */
@@ -20,6 +21,8 @@ export interface ReconcileDeps {
   /** A working task untouched this long is checked against its job (ms). */
   afterMs: number;
   inputTimeoutMs: number;
+  /** A `sync` task whose holder has not renewed for this long is cancelled (ms). */
+  syncHolderTimeoutMs: number;
   maxTtlMs: number;
   batch?: number;
 }
@@ -31,13 +34,22 @@ export async function reconcileOnce(deps: ReconcileDeps, now = Date.now()) {
   const { store, queues, log, afterMs } = deps;
   const redis = store.redis;
   const ids = await redis.zrangebyscore(store.reconcileKey, '-inf', now, 'LIMIT', 0, deps.batch ?? 500);
-  const counts = { checked: ids.length, dropped: 0, failed: 0, requeued: 0 };
+  const counts = { checked: ids.length, dropped: 0, failed: 0, requeued: 0, cancelled: 0 };
   const later = (id: string, at: number) => redis.zadd(store.reconcileKey, at, id);
   for (const taskId of ids) {
     const rec = await store.get(taskId);
     if (!rec || rec.status === 'completed' || rec.status === 'failed' || rec.status === 'cancelled') {
       await redis.zrem(store.reconcileKey, taskId);
       counts.dropped++;
+      continue;
+    }
+    if (rec.mode === 'sync' && rec.status === 'working' && rec.holderAt !== undefined && now - rec.holderAt > deps.syncHolderTimeoutMs) {
+      // Nobody holds this synchronous call any more (its gateway died): its client's stream
+      // is closed, which cancels the request (C-01).
+      const r = await store.requestCancel(taskId, 'Cancelled: the request that started it is gone');
+      log.warn({ taskId, outcome: r.code }, 'reconcile.sync_orphan_cancelled');
+      counts.cancelled++;
+      await later(taskId, now + afterMs);
       continue;
     }
     if (rec.status === 'input_required') {

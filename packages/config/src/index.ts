@@ -60,6 +60,8 @@ const schema = z.object({
   SHUTDOWN_GRACE_MS: intMs(10_000, 0),
   /** Gateway: on SIGTERM, how long /readyz fails and responses say `Connection: close` before it stops accepting (load balancer drain). */
   SHUTDOWN_DRAIN_DELAY_MS: intMs(5000, 0),
+  /** A synchronous call whose gateway stopped renewing its hold this long is cancelled (a killed gateway, C-01). */
+  SYNC_HOLDER_TIMEOUT_MS: intMs(15_000, 1000),
   /** How often the reconciler looks for tasks whose job was lost (B-16). */
   RECONCILE_INTERVAL_MS: intMs(5000, 200),
   /** A `working` task untouched this long is checked against its BullMQ job. */
@@ -93,6 +95,7 @@ export interface Config {
     maxStalledCount: number;
     shutdownGraceMs: number;
     drainDelayMs: number;
+    syncHolderTimeoutMs: number;
     reconcileIntervalMs: number;
     reconcileAfterMs: number;
   };
@@ -145,6 +148,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       maxStalledCount: e.WORKER_MAX_STALLED_COUNT,
       shutdownGraceMs: e.SHUTDOWN_GRACE_MS,
       drainDelayMs: e.SHUTDOWN_DRAIN_DELAY_MS,
+      syncHolderTimeoutMs: e.SYNC_HOLDER_TIMEOUT_MS,
       reconcileIntervalMs: e.RECONCILE_INTERVAL_MS,
       reconcileAfterMs: e.RECONCILE_AFTER_MS,
     },

@@ -9,7 +9,7 @@ if redis.call('EXISTS', key) == 0 then return {'gone'} end
 local cur = redis.call('HMGET', key, 'status', 'step', 'cancelRequested', 'claimedStep')
 if isTerminal(cur[1]) then return {'terminal', cur[1]} end
 if cur[3] == '1' then
-  finish(key, 'cancelled', ARGV[3], 'Cancelled before it started', ARGV[4])
+  finish(key, 'cancelled', ARGV[3], redis.call('HGET', key, 'cancelReason') or 'Cancelled before it started', ARGV[4])
   return {'cancelled'}
 end
 if cur[1] ~= 'working' or cur[2] ~= ARGV[1] then return {'stale', cur[1] or ''} end

@@ -6,5 +6,7 @@
 local key = KEYS[1]
 local bad = checkFence(key, ARGV[1])
 if bad then return bad end
-finish(key, 'cancelled', ARGV[2], ARGV[3], ARGV[4])
+-- A requested cancel says why (requestCancel stored it); otherwise the worker's message.
+local reason = redis.call('HGET', key, 'cancelReason')
+finish(key, 'cancelled', ARGV[2], reason or ARGV[3], ARGV[4])
 return {'ok'}

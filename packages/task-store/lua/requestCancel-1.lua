@@ -16,7 +16,7 @@ if cur[1] == 'input_required' or cur[3] ~= cur[2] then
   finish(key, 'cancelled', ARGV[1], ARGV[4], ARGV[5])
   return {'cancelled'}
 end
-redis.call('HSET', key, 'cancelRequested', '1')
+redis.call('HSET', key, 'cancelRequested', '1', 'cancelReason', ARGV[4])
 local jobId = ARGV[3] .. cur[2]
 redis.call('PUBLISH', ARGV[2], jobId)
 return {'requested', jobId}

@@ -48,6 +48,8 @@ export interface TaskRecord {
   error?: JsonRpcErrorObject;
   cancelRequested: boolean;
   reruns: number;
+  /** `sync` mode: when the gateway holding the request last said it was there (ms). */
+  holderAt?: number;
 }
 
 /** What `claimStep` hands the worker that may now run the step. */
@@ -181,6 +183,7 @@ export class TaskStore {
         caps: JSON.stringify(input.clientCapabilities ?? {}),
       };
       if (input.statusMessage) fields.statusMessage = input.statusMessage;
+      if (input.mode === 'sync') fields.holderAt = String(now);
       const flat = Object.entries(fields).flat();
       const created = await this.scripts.createTask(this.key(taskId), String(now + input.ttlMs), ...flat);
       if (created === 1) {
@@ -355,6 +358,11 @@ export class TaskStore {
     }
   }
 
+  /** The gateway holding a synchronous call renews its claim (see `renewHolder-1.lua`). */
+  async renewHolder(taskId: string, now = Date.now()): Promise<boolean> {
+    return (await this.scripts.renewHolder(this.key(taskId), String(now))) === 1;
+  }
+
   /** Whether cancellation was requested (worker-side backstop poll). */
   async isCancelRequested(taskId: string): Promise<boolean> {
     return (await this.redis.hget(this.key(taskId), 'cancelRequested')) === '1';
@@ -410,6 +418,7 @@ export function parseRecord(taskId: string, h: Record<string, string>): TaskReco
     reruns: Number(h.reruns ?? 0),
   };
   if (h.statusMessage) rec.statusMessage = h.statusMessage;
+  if (h.holderAt) rec.holderAt = Number(h.holderAt);
   if (h.progress) rec.progress = JSON.parse(h.progress);
   if (h.result) rec.result = JSON.parse(h.result);
   if (h.error) rec.error = JSON.parse(h.error);
