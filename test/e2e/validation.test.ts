@@ -66,6 +66,15 @@ describe('answers and continuations are validated', () => {
     assert.match(replay.body.error!.message, /already used/);
   });
 
+  it('a body nested 200,000 levels deep → 400 -32600, the gateway stays up', async () => {
+    const deep = '['.repeat(200_000) + ']'.repeat(200_000);
+    const body = `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"add","arguments":{"a":1,"b":2,"x":${deep}},"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}}`;
+    const r = await rpc(c.urls[0]!, 'tools/call', { name: 'add' }, { rawBody: body });
+    assert.equal(r.status, 400);
+    assert.equal(r.body.error?.code, -32600);
+    assert.equal((await callTool(c.urls[0]!, 'add', { a: 1, b: 2 })).body.result?.content[0].text, '3');
+  });
+
   it('subscriptions/listen asking for taskIds without the extension → 400 -32021 (T-49)', async () => {
     const r = await rpc(c.urls[0]!, 'subscriptions/listen', { notifications: { taskIds: ['x'] } }, { tasks: false });
     assert.equal(r.status, 400);

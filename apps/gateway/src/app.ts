@@ -107,6 +107,9 @@ export function buildApp(deps: AppDeps): FastifyInstance & { closeMcp(): Promise
       },
       handler: async (req: FastifyRequest, reply) => {
         const body = req.body as McpBody | undefined;
+        if (jsonDepthExceeds(body, MAX_JSON_DEPTH)) {
+          return reply.code(400).send(jsonRpcErrorBody(null, ErrorCode.InvalidRequest, `Request nested deeper than ${MAX_JSON_DEPTH} levels`));
+        }
         if (body && typeof body === 'object' && needsRedis(body, registry) && !redisHealth.ok) {
           return reply
             .code(503)
@@ -142,6 +145,23 @@ export function buildApp(deps: AppDeps): FastifyInstance & { closeMcp(): Promise
       draining = true;
     },
   });
+}
+
+/** Deepest JSON nesting accepted; deeper bodies cannot be re-serialised by the SDK (stack). */
+const MAX_JSON_DEPTH = 64;
+
+/** True when `value` nests objects/arrays deeper than `max` (iterative: no recursion). */
+function jsonDepthExceeds(value: unknown, max: number): boolean {
+  const stack: [unknown, number][] = [[value, 1]];
+  while (stack.length) {
+    const [v, depth] = stack.pop()!;
+    if (typeof v !== 'object' || v === null) continue;
+    if (depth > max) return true;
+    for (const child of Array.isArray(v) ? v : Object.values(v)) {
+      if (typeof child === 'object' && child !== null) stack.push([child, depth + 1]);
+    }
+  }
+  return false;
 }
 
 function needsRedis(body: McpBody, registry: GatewayDeps['registry']): boolean {
