@@ -191,6 +191,9 @@ export function createServerFactory(deps: GatewayDeps): McpServerFactory {
       void removeAbandoned(taskId);
       throw storeUnavailable();
     }
+    // Indexed for the reconciler before the enqueue: a gateway that dies right here leaves a
+    // record the reconciler finds ("job lost") rather than one nobody looks at.
+    store.scheduleReconcile(rec.taskId, config.worker.reconcileAfterMs, config.task.ttlMs).catch(() => undefined);
     try {
       await queues.enqueueStep(rec.taskId, 1);
     } catch (e) {
@@ -199,7 +202,6 @@ export function createServerFactory(deps: GatewayDeps): McpServerFactory {
       void removeAbandoned(rec.taskId);
       throw storeUnavailable();
     }
-    store.scheduleReconcile(rec.taskId, config.worker.reconcileAfterMs, config.task.ttlMs).catch(() => undefined);
     log.info({ taskId: rec.taskId, tool: tool.name, principal: ex.principal, mode }, 'task.created');
     return rec;
   }
@@ -238,21 +240,33 @@ export function createServerFactory(deps: GatewayDeps): McpServerFactory {
     const channel = store.channel(taskId);
     const signal = ctx.mcpReq.signal;
     await events.subscribe(channel);
-    // Tell the reconciler this request is still held (a killed gateway stops renewing).
+    // This request holds the call; renewing tells the reconciler it is still here (a killed
+    // gateway stops renewing, and its call is cancelled).
     const renewEvery = Math.max(500, Math.floor(config.worker.syncHolderTimeoutMs / 3));
-    let renewedAt = 0;
+    let renewedAt = Date.now();
+    let holding = (await store.renewHolder(taskId, 1).catch(() => -1)) > 0;
     try {
       for (;;) {
         if (Date.now() - renewedAt >= renewEvery) {
           renewedAt = Date.now();
-          await store.renewHolder(taskId).catch(() => false);
+          await store.renewHolder(taskId, 0).catch(() => -1);
         }
         if (signal.aborted) {
-          await store.requestCancel(taskId, 'Cancelled: the client closed the request').catch(() => undefined);
-          log.info({ taskId, tool: tool.name }, 'sync.disconnected');
+          // C-01: the client closed the request. Another request may hold the same call (a
+          // retry sent twice): cancel only when this was the last holder.
+          const left = holding ? await store.renewHolder(taskId, -1).catch(() => 0) : 0;
+          holding = false;
+          if (left <= 0) await store.requestCancel(taskId, 'Cancelled: the client closed the request').catch(() => undefined);
+          log.info({ taskId, tool: tool.name, holdersLeft: left }, 'sync.disconnected');
           throw new ProtocolError(ErrorCode.InternalError, 'Request cancelled by client disconnect');
         }
-        const rec = await store.get(taskId);
+        let rec: TaskRecord | null;
+        try {
+          rec = await store.get(taskId);
+        } catch (e) {
+          log.warn({ taskId, err: (e as Error).message }, 'sync.store_unavailable');
+          throw storeUnavailable();
+        }
         if (!rec) throw new ProtocolError(ErrorCode.InternalError, 'The task record expired before the tool finished');
         switch (rec.status) {
           case 'completed':
@@ -279,6 +293,7 @@ export function createServerFactory(deps: GatewayDeps): McpServerFactory {
         }
       }
     } finally {
+      if (holding) await store.renewHolder(taskId, -1).catch(() => 0);
       await events.release(channel);
     }
   }
@@ -345,6 +360,9 @@ export function createServerFactory(deps: GatewayDeps): McpServerFactory {
     if (!rec || rec.owner !== exchangeOf(ctx).principal) throw invalidParams('requestState refers to a call that no longer exists');
     if (rec.status === 'input_required') {
       validateInputResponses(rec.inputRequests, responses);
+      // Renew the hold before the task turns `working` again, so the reconciler never sees a
+      // working synchronous call with a stale holder.
+      await store.renewHolder(taskId, 0);
       const r = await store.applyInputResponses(taskId, responses);
       if (r.code === 'resumed') await resumeStep(taskId, r.step);
     }

@@ -137,11 +137,20 @@ async function main() {
     { ...workerOpts, concurrency: 1 },
   );
   maintenanceWorker.on('error', (err) => log.warn({ err: err.message }, 'maintenance.error'));
-  await queues.maintenance.upsertJobScheduler(
-    'reconcile',
-    { every: config.worker.reconcileIntervalMs },
-    { name: JOB_RECONCILE, opts: { removeOnComplete: { count: 10 }, removeOnFail: { count: 50 } } },
-  );
+  // The reconciler's schedule lives in Redis: re-assert it (idempotent) at start, on every
+  // reconnect and every minute, so a Redis that lost its data does not stop it for good.
+  const ensureReconciler = () =>
+    queues.maintenance
+      .upsertJobScheduler(
+        'reconcile',
+        { every: config.worker.reconcileIntervalMs },
+        { name: JOB_RECONCILE, opts: { removeOnComplete: { count: 10 }, removeOnFail: { count: 50 } } },
+      )
+      .catch((err: Error) => log.warn({ err: err.message }, 'reconcile.schedule_failed'));
+  await ensureReconciler();
+  redis.on('ready', () => void ensureReconciler());
+  const reschedule = setInterval(() => void ensureReconciler(), 60_000);
+  reschedule.unref();
 
   log.info({ toolsets: config.toolsets, tools: registry.size, concurrency: config.worker.concurrency }, 'worker.ready');
 

@@ -358,9 +358,12 @@ export class TaskStore {
     }
   }
 
-  /** The gateway holding a synchronous call renews its claim (see `renewHolder-1.lua`). */
-  async renewHolder(taskId: string, now = Date.now()): Promise<boolean> {
-    return (await this.scripts.renewHolder(this.key(taskId), String(now))) === 1;
+  /**
+   * A request holding a synchronous call joins (`+1`), renews (`0`) or leaves (`-1`); see
+   * `renewHolder-1.lua`. @returns holders left, or -1 when the task is gone/terminal/not sync.
+   */
+  async renewHolder(taskId: string, delta: -1 | 0 | 1 = 0, now = Date.now()): Promise<number> {
+    return Number(await this.scripts.renewHolder(this.key(taskId), String(now), String(delta)));
   }
 
   /** Whether cancellation was requested (worker-side backstop poll). */
