@@ -115,7 +115,7 @@ export function createStepProcessor(deps: ProcessorDeps) {
       inputResponses: fromWireKeys(claim.inputResponses, step - 1),
       state: claim.state,
       clientCapabilities: claim.clientCapabilities,
-      principal: '',
+      principal: claim.owner,
       settings: deps.settings,
       sleep: (ms) => abortableSleep(ms, ac.signal),
       async progress(done, total, message) {

@@ -1,7 +1,7 @@
 -- claimStep: a worker starts running step ARGV[1]; takes a new fence (D3).
 -- KEYS[1] task hash
 -- ARGV[1] step, ARGV[2] job lock token, ARGV[3] now (ms), ARGV[4] notify channel
--- Returns {'ok', fence, tool, args, state, reruns, mode, caps, respFieldsJSON...}
+-- Returns {'ok', fence, tool, args, state, reruns, mode, caps, owner, key, response JSON, ...}
 --      or {'gone'} | {'terminal', status} | {'cancelled'} | {'stale', status}
 --@include common
 local key = KEYS[1]
@@ -16,8 +16,8 @@ if cur[1] ~= 'working' or cur[2] ~= ARGV[1] then return {'stale', cur[1] or ''} 
 local fence = redis.call('HINCRBY', key, 'fence', 1)
 if cur[4] == ARGV[1] then redis.call('HINCRBY', key, 'reruns', 1) end
 redis.call('HSET', key, 'claimedStep', ARGV[1], 'jobOwner', ARGV[2])
-local info = redis.call('HMGET', key, 'tool', 'args', 'state', 'reruns', 'mode', 'caps')
-local out = {'ok', tostring(fence), info[1] or '', info[2] or '{}', info[3] or '', info[4] or '0', info[5] or 'task', info[6] or '{}'}
+local info = redis.call('HMGET', key, 'tool', 'args', 'state', 'reruns', 'mode', 'caps', 'owner')
+local out = {'ok', tostring(fence), info[1] or '', info[2] or '{}', info[3] or '', info[4] or '0', info[5] or 'task', info[6] or '{}', info[7] or ''}
 local all = redis.call('HGETALL', key)
 for i = 1, #all, 2 do
   if string.sub(all[i], 1, 5) == 'resp:' then

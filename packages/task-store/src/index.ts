@@ -61,6 +61,8 @@ export interface StepClaim {
   reruns: number;
   mode: TaskMode;
   clientCapabilities: Record<string, unknown>;
+  /** The principal that created the task. */
+  owner: string;
   inputResponses: Record<string, unknown>;
 }
 
@@ -115,7 +117,7 @@ export function stepJobId(taskId: string, step: number): string {
   return `t.${taskId}.${step}`;
 }
 
-/** Parses `t.<taskId>.<step>` back. */
+/** Parses `t.<taskId>.<step>` back; `null` for any other job id. */
 export function parseStepJobId(jobId: string): { taskId: string; step: number } | null {
   const m = /^t\.([0-9a-f-]{36})\.(\d+)$/.exec(jobId);
   return m ? { taskId: m[1]!, step: Number(m[2]) } : null;
@@ -165,32 +167,27 @@ export class TaskStore {
    * @throws when Redis fails, or when `taskId` already exists (never overwritten).
    */
   async create(input: CreateTaskInput, taskId: string = newTaskId(), now = Date.now()): Promise<TaskRecord> {
-    {
-      const fields: Record<string, string> = {
-        status: 'working',
-        owner: input.owner,
-        tool: input.tool,
-        args: JSON.stringify(input.args ?? {}),
-        mode: input.mode,
-        createdAt: String(now),
-        lastUpdatedAt: String(now),
-        ttlMs: String(input.ttlMs),
-        pollIntervalMs: String(input.pollIntervalMs),
-        step: '1',
-        fence: '0',
-        pending: '0',
-        reruns: '0',
-        caps: JSON.stringify(input.clientCapabilities ?? {}),
-      };
-      if (input.statusMessage) fields.statusMessage = input.statusMessage;
-      if (input.mode === 'sync') fields.holderAt = String(now);
-      const flat = Object.entries(fields).flat();
-      const created = await this.scripts.createTask(this.key(taskId), String(now + input.ttlMs), ...flat);
-      if (created === 1) {
-        return parseRecord(taskId, fields)!;
-      }
-    }
-    throw new Error(`task id ${taskId} is already taken`);
+    const fields: Record<string, string> = {
+      status: 'working',
+      owner: input.owner,
+      tool: input.tool,
+      args: JSON.stringify(input.args ?? {}),
+      mode: input.mode,
+      createdAt: String(now),
+      lastUpdatedAt: String(now),
+      ttlMs: String(input.ttlMs),
+      pollIntervalMs: String(input.pollIntervalMs),
+      step: '1',
+      fence: '0',
+      pending: '0',
+      reruns: '0',
+      caps: JSON.stringify(input.clientCapabilities ?? {}),
+    };
+    if (input.statusMessage) fields.statusMessage = input.statusMessage;
+    if (input.mode === 'sync') fields.holderAt = String(now);
+    const created = await this.scripts.createTask(this.key(taskId), String(now + input.ttlMs), ...Object.entries(fields).flat());
+    if (created !== 1) throw new Error(`task id ${taskId} is already taken`);
+    return parseRecord(taskId, fields)!;
   }
 
   /** Adds a task to the reconciler index, to be looked at after `afterMs`. Best effort. */
@@ -223,7 +220,7 @@ export class TaskStore {
       return { code: code as 'gone' | 'cancelled' };
     }
     const inputResponses: Record<string, unknown> = {};
-    for (let i = 8; i + 1 < r.length; i += 2) inputResponses[r[i]!] = JSON.parse(r[i + 1]!);
+    for (let i = 9; i + 1 < r.length; i += 2) inputResponses[r[i]!] = JSON.parse(r[i + 1]!);
     return {
       code: 'ok',
       fence: r[1]!,
@@ -233,6 +230,7 @@ export class TaskStore {
       reruns: Number(r[5] ?? 0),
       mode: (r[6] as TaskMode) ?? 'task',
       clientCapabilities: JSON.parse(r[7] || '{}'),
+      owner: r[8] ?? '',
       inputResponses,
     };
   }
