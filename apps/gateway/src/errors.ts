@@ -8,14 +8,17 @@
  * |---------|------|-------------------------------------------------------------|-------------|
  * | -32700  | 400  | body is not JSON                                            | JSON-RPC    |
  * | -32600  | 400  | not a JSON-RPC request                                      | JSON-RPC    |
+ * | -32600  | 400  | body nested deeper than 64 levels                           |             |
+ * | -32600  | 403  | `Origin` not in ALLOWED_ORIGINS                             | H-03        |
  * | -32600  | 413  | body larger than MAX_BODY_BYTES                             | D10         |
+ * | -32600  | 415  | `Content-Type` not application/json                         | H-07        |
  * | -32601  | 404  | unknown method, `tasks/list`, `tasks/result`                | H-13, T-47  |
  * | -32602  | 400  | required `_meta` missing                                    | B-05, T-50  |
  * | -32602  | 200  | unknown tool, bad arguments, unknown/expired/foreign task   | T-33, T-37  |
  * | -32603  | 200  | internal error while handling                               | JSON-RPC    |
- * | -32603  | 503  | Redis unreachable (with `Retry-After`)                      | D10         |
+ * | -32603  | 503  | Redis unreachable or not answering (with `Retry-After`)     | D10         |
  * | -32020  | 400  | `MCP-Protocol-Version` / `Mcp-Method` / `Mcp-Name` mismatch | H-11, H-15  |
- * | -32021  | 400  | client capability missing (tasks extension, elicitation)    | T-04, T-05, B-07 |
+ * | -32021  | 400  | client capability missing (tasks extension, elicitation)    | T-04, T-05, T-49, B-07 |
  * | -32022  | 400  | unsupported protocol version                                | H-12        |
  * | (none)  | 431  | request headers too large (Node)                            | B-03        |
  */
