@@ -15,6 +15,7 @@ import { randomBytes } from 'node:crypto';
 import { Redis } from 'ioredis';
 import {
   TaskStore,
+  TaskIdTakenError,
   isWellFormedTaskId,
   parseStepJobId,
   stepJobId,
@@ -228,6 +229,9 @@ describe('createTask', () => {
       'status', 'working', 'owner', 'mallory', 'step', '1', 'fence', '0',
     );
     assert.equal(r, 0);
+    assert.deepEqual(await snapshot(rec.taskId), before);
+    // Through the store: a taken id is a TaskIdTakenError (the gateway then leaves the record alone).
+    await assert.rejects(store.create(input({ owner: 'mallory' }), rec.taskId), TaskIdTakenError);
     assert.deepEqual(await snapshot(rec.taskId), before);
   });
 

@@ -2,7 +2,7 @@
  * The one error table (design D10): every JSON-RPC error this service sends, with its HTTP
  * status and the requirement it comes from. Errors raised inside the MCP SDK's dispatch get
  * their HTTP status from the SDK (which follows the same mapping); errors the gateway answers
- * before the SDK (body parse, size, Redis down) are written with `jsonRpcErrorReply`.
+ * before the SDK (body parse, size, Redis down) are written with `jsonRpcErrorBody`.
  *
  * | code    | HTTP | when                                                        | source      |
  * |---------|------|-------------------------------------------------------------|-------------|
@@ -36,22 +36,6 @@ export const ErrorCode = {
   MissingRequiredClientCapability: -32021,
   UnsupportedProtocolVersion: -32022,
 } as const;
-
-/** HTTP status for a JSON-RPC error code when the gateway writes the reply itself. */
-export function httpStatusFor(code: number): number {
-  switch (code) {
-    case ErrorCode.ParseError:
-    case ErrorCode.InvalidRequest:
-    case ErrorCode.HeaderMismatch:
-    case ErrorCode.MissingRequiredClientCapability:
-    case ErrorCode.UnsupportedProtocolVersion:
-      return 400;
-    case ErrorCode.MethodNotFound:
-      return 404;
-    default:
-      return 200;
-  }
-}
 
 /** `-32602` for an id that is unknown, expired, malformed or someone else's (T-33, T-37, T-44). */
 export function taskNotFound(): ProtocolError {

@@ -21,7 +21,7 @@ import {
 import { z } from 'zod';
 import type { Config } from '@mcp-tasks/config';
 import type { Logger } from '@mcp-tasks/observability';
-import { isWellFormedTaskId, newTaskId, toCreateTaskResult, toDetailedTask, stepJobId, type TaskRecord, type TaskStore } from '@mcp-tasks/task-store';
+import { isWellFormedTaskId, newTaskId, TaskIdTakenError, toCreateTaskResult, toDetailedTask, stepJobId, type TaskRecord, type TaskStore } from '@mcp-tasks/task-store';
 import type { JobQueues, TaskEvents } from '@mcp-tasks/jobs';
 import {
   abortableSleep,
@@ -165,8 +165,7 @@ export function createServerFactory(deps: GatewayDeps): McpServerFactory {
     if (Object.keys(rs.q).some((key) => !(key in responses))) {
       return { again: await mrtr(k, tool.name, args, rs.step, { inputRequests: rs.q as InputRequired['inputRequests'], state: rs.state }, ctx) };
     }
-    const fresh = await store.redis.set(`${store.prefix}:rs:${rs.n}`, '1', 'PX', config.requestState.ttlSeconds * 1000, 'NX');
-    if (fresh !== 'OK') throw invalidParams('requestState was already used');
+    if (!(await store.spendNonce(rs.n, config.requestState.ttlSeconds * 1000))) throw invalidParams('requestState was already used');
     return { step: rs.step + 1, state: rs.state };
   }
 
@@ -186,9 +185,10 @@ export function createServerFactory(deps: GatewayDeps): McpServerFactory {
         clientCapabilities: caps,
       }, taskId);
     } catch (e) {
-      // The write may still have landed (the reply was lost): remove it once Redis answers.
       log.error({ err: (e as Error).message, taskId, tool: tool.name }, 'task.create_failed');
-      void removeAbandoned(taskId);
+      // The write may still have landed (the reply was lost): remove it once Redis answers.
+      // Never for a taken id: that record belongs to another task.
+      if (!(e instanceof TaskIdTakenError)) void removeAbandoned(taskId);
       throw storeUnavailable();
     }
     // Indexed for the reconciler before the enqueue: a gateway that dies right here leaves a

@@ -11,7 +11,7 @@
  * Tasks that reported progress recently are not checked (they are alive).
  */
 import type { Logger } from '@mcp-tasks/observability';
-import type { TaskStore } from '@mcp-tasks/task-store';
+import { isTerminal, type TaskStore } from '@mcp-tasks/task-store';
 import type { JobQueues } from '@mcp-tasks/jobs';
 
 export interface ReconcileDeps {
@@ -38,7 +38,7 @@ export async function reconcileOnce(deps: ReconcileDeps, now = Date.now()) {
   const later = (id: string, at: number) => redis.zadd(store.reconcileKey, at, id);
   for (const taskId of ids) {
     const rec = await store.get(taskId);
-    if (!rec || rec.status === 'completed' || rec.status === 'failed' || rec.status === 'cancelled') {
+    if (!rec || isTerminal(rec.status)) {
       await redis.zrem(store.reconcileKey, taskId);
       counts.dropped++;
       continue;

@@ -52,9 +52,4 @@ export class TaskEvents {
       await this.sub.unsubscribe(channel).catch(() => undefined);
     }
   }
-
-  /** Number of channels with waiters (for metrics and the memory test). */
-  get size(): number {
-    return this.listeners.size;
-  }
 }

@@ -7,6 +7,7 @@
  *   `<prefix>:{t:<taskId>}:task`  hash, PEXPIREAT createdAt + ttlMs (T-24)
  *   `<prefix>:tasks:reconcile`    zset of live task ids scored by "next check" time (ms);
  *                                 PEXPIRE refreshed on every add (max ttl + 1 day)
+ *   `<prefix>:rs:<nonce>`         a spent MRTR continuation (M-07), PX = its lifetime
  * Channels (hints only, D5):
  *   `<prefix>:task:<taskId>`      new status after every transition
  *   `<prefix>:cancel`             job ids whose AbortSignal must fire
@@ -15,7 +16,7 @@ import { randomUUID } from 'node:crypto';
 import type { Redis } from 'ioredis';
 import { loadScripts } from './scripts.js';
 
-export { toDetailedTask, toCreateTaskResult, TERMINAL_STATUSES, isTerminal } from './wire.js';
+export { toDetailedTask, toCreateTaskResult, isTerminal } from './wire.js';
 export type { DetailedTask, TaskStatus, JsonRpcErrorObject } from './wire.js';
 
 import type { TaskStatus, JsonRpcErrorObject } from './wire.js';
@@ -107,6 +108,14 @@ export function isWellFormedTaskId(id: unknown): id is string {
   return typeof id === 'string' && TASK_ID_RE.test(id);
 }
 
+/** Thrown by `create` when the id exists already (never overwritten; the existing task is not ours). */
+export class TaskIdTakenError extends Error {
+  override name = 'TaskIdTakenError';
+  constructor(readonly taskId: string) {
+    super(`task id ${taskId} is already taken`);
+  }
+}
+
 /** A new task id: UUIDv4, 122 random bits (T-45). */
 export function newTaskId(): string {
   return randomUUID();
@@ -186,7 +195,7 @@ export class TaskStore {
     if (input.statusMessage) fields.statusMessage = input.statusMessage;
     if (input.mode === 'sync') fields.holderAt = String(now);
     const created = await this.scripts.createTask(this.key(taskId), String(now + input.ttlMs), ...Object.entries(fields).flat());
-    if (created !== 1) throw new Error(`task id ${taskId} is already taken`);
+    if (created !== 1) throw new TaskIdTakenError(taskId);
     return parseRecord(taskId, fields)!;
   }
 
@@ -354,6 +363,14 @@ export class TaskStore {
       default:
         return { code: 'requested', jobId: r[1]! };
     }
+  }
+
+  /**
+   * Spends a single-use MRTR continuation nonce (M-07).
+   * @returns true the first time, false when it was already spent.
+   */
+  async spendNonce(nonce: string, ttlMs: number): Promise<boolean> {
+    return (await this.redis.set(`${this.prefix}:rs:${nonce}`, '1', 'PX', ttlMs, 'NX')) === 'OK';
   }
 
   /**

@@ -14,8 +14,6 @@ export interface JsonRpcErrorObject {
   data?: unknown;
 }
 
-export const TERMINAL_STATUSES: readonly TaskStatus[] = ['completed', 'failed', 'cancelled'];
-
 export function isTerminal(status: string): boolean {
   return status === 'completed' || status === 'failed' || status === 'cancelled';
 }
