@@ -31,6 +31,12 @@ const VARIABLES = [
   'ALLOWED_ORIGINS',
   'LOG_LEVEL',
   'MAX_BODY_BYTES',
+  'SYNC_BUDGET_MS',
+  'SYNC_BUDGET_MS_BY_TOOL',
+  'PROGRESS_MIN_INTERVAL_MS',
+  'PROGRESS_HEARTBEAT_MS',
+  'SSE_KEEPALIVE_MS',
+  'TESTING_SIDE_EFFECT_DIR',
 ] as const;
 
 const PROD_KEY = 'k'.repeat(32);
@@ -83,6 +89,8 @@ describe('loadConfig defaults', () => {
       reconcileAfterMs: 10_000,
     });
     assert.deepEqual(c.demo, { researchPhaseMs: 20_000 });
+    assert.deepEqual(c.sync, { budgetMs: 100_000, budgetMsByTool: {}, progressMinIntervalMs: 200, progressHeartbeatMs: 15_000, keepAliveMs: 15_000 });
+    assert.deepEqual(c.testing, {});
     assert.deepEqual(c.allowedOrigins, ['localhost', '127.0.0.1', '[::1]']);
   });
 
@@ -126,6 +134,12 @@ describe('loadConfig errors: ConfigError, one line, naming the variable', () => 
     ['WORKER_MAX_STALLED_COUNT', '-1'],
     ['LOG_LEVEL', 'loud'],
     ['MAX_BODY_BYTES', '10'],
+    ['SYNC_BUDGET_MS', '500'],
+    ['SYNC_BUDGET_MS_BY_TOOL', 'countdown=3000'],
+    ['SYNC_BUDGET_MS_BY_TOOL', '{"countdown":"3s"}'],
+    ['SYNC_BUDGET_MS_BY_TOOL', '{"countdown":10}'],
+    ['PROGRESS_HEARTBEAT_MS', '31000'],
+    ['SSE_KEEPALIVE_MS', '26000'],
   ];
   for (const [name, value] of bad) {
     it(`${name}=${JSON.stringify(value)} is rejected`, () => {
@@ -135,6 +149,15 @@ describe('loadConfig errors: ConfigError, one line, naming the variable', () => 
 
   it('the first bad variable is named even when others are fine', () => {
     assertConfigError({ HOST: '0.0.0.0', PORT: 'eighty', MCP_TOOLSETS: 'demo' }, 'PORT');
+  });
+});
+
+describe('synchronous calls', () => {
+  it('per-tool budgets are parsed from JSON; heartbeat and keep-alive accept their maximum', () => {
+    const c = loadConfig({ SYNC_BUDGET_MS_BY_TOOL: '{"countdown":3000,"slow_echo":120000}', PROGRESS_HEARTBEAT_MS: '30000', SSE_KEEPALIVE_MS: '25000' });
+    assert.deepEqual(c.sync.budgetMsByTool, { countdown: 3000, slow_echo: 120_000 });
+    assert.equal(c.sync.progressHeartbeatMs, 30_000);
+    assert.equal(c.sync.keepAliveMs, 25_000);
   });
 });
 

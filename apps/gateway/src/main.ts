@@ -11,6 +11,7 @@ import { createLogger } from '@mcp-tasks/observability';
 import { TaskStore } from '@mcp-tasks/task-store';
 import { connectOrExplain, createRedis, evictionPolicy, JobQueues, TaskEvents, watchRedis } from '@mcp-tasks/jobs';
 import { createRegistry } from '@mcp-tasks/tools';
+import { taskStatusTool } from './task-status.js';
 import { buildApp } from './app.js';
 
 async function main() {
@@ -44,7 +45,7 @@ async function main() {
   const store = new TaskStore(redis, config.keyPrefix);
   const queues = new JobQueues(redis, config.keyPrefix, config.task.ttlMs, (err) => log.warn({ err: err.message }, 'queue.error'));
   const events = new TaskEvents(sub);
-  const registry = createRegistry(config.toolsets);
+  const registry = createRegistry(config.toolsets, [taskStatusTool]);
   const redisHealth = watchRedis(redis);
   const app = buildApp({ config, log, store, queues, events, registry, redis, redisHealth });
 
@@ -65,8 +66,11 @@ async function main() {
     log.info({ sig, drainDelayMs: config.worker.drainDelayMs }, 'gateway.draining');
     app.startDrain();
     await new Promise((r) => setTimeout(r, config.worker.drainDelayMs).unref());
-    // Stop accepting (new requests get 503), let in-flight requests finish for up to
-    // SHUTDOWN_GRACE_MS, then abort what is left (their synchronous jobs are cancelled, C-01).
+    // Listen streams never finish by themselves: end them cleanly (final result, spec
+    // transport §5) so clients reopen them on another replica. Then stop accepting, let
+    // in-flight requests finish for up to SHUTDOWN_GRACE_MS, then abort what is left (their
+    // synchronous jobs are cancelled, C-01).
+    app.closeListens();
     const closing = app.close();
     await Promise.race([closing, new Promise((r) => setTimeout(r, config.worker.shutdownGraceMs).unref())]);
     await app.closeMcp().catch(() => undefined);

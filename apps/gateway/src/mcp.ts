@@ -35,6 +35,8 @@ import {
   type ToolRegistry,
 } from '@mcp-tasks/tools';
 import { validateInputResponses } from './answers.js';
+import { ProgressRelay, progressTokenOf } from './progress.js';
+import { TASK_STATUS_TOOL } from './task-status.js';
 import {
   ErrorCode,
   invalidParams,
@@ -71,7 +73,7 @@ export interface GatewayDeps {
 /** Signed MRTR continuation (M-05, M-06): bound to the principal by the codec's `bind`. */
 type RequestStatePayload =
   | MrtrRound
-  | { k: 'sync'; tool: string; args: string; taskId: string };
+  | { k: 'sync' | 'status'; tool: string; args: string; taskId: string };
 
 /**
  * A round of MRTR run in the gateway (inline tools, pre-task rounds): the step that asked, its
@@ -231,14 +233,37 @@ export function createServerFactory(deps: GatewayDeps): McpServerFactory {
     log.error({ taskId }, 'task.abandoned_not_removed');
   }
 
+  /** Budget of a synchronous call of `tool` (ms): per-tool override, the tool's own, the default. */
+  const budgetOf = (tool: ToolDefinition) => config.sync.budgetMsByTool[tool.name] ?? tool.syncBudgetMs ?? config.sync.budgetMs;
+
   /**
-   * Holds a synchronous call until its task ends or asks for input (D1). Re-reads the record
-   * on every status message and at least once a second (D5). Closing the request cancels
-   * the task (C-01).
+   * Holds a synchronous call until its task ends or asks for input (D1), relaying the tool's
+   * progress as `notifications/progress` (D6, see progress.ts). Re-reads the record and the
+   * progress stream on every message of the task's channel and at least once a second (D5).
+   * Closing the request cancels the task (C-01). When the call's budget runs out the task
+   * continues in `task` mode and the call ends with a result naming `task_status` (D1).
+   * @param fromId progress stream id to relay after (`'0'` for a new call; the last id before
+   * the answers were applied, for an MRTR retry).
    */
-  async function waitSync(taskId: string, tool: ToolDefinition, args: unknown, ctx: ServerContext, caps: Record<string, unknown>) {
+  async function waitSync(taskId: string, tool: ToolDefinition, args: unknown, ctx: ServerContext, caps: Record<string, unknown>, fromId = '0') {
     const channel = store.channel(taskId);
     const signal = ctx.mcpReq.signal;
+    const started = Date.now();
+    const budgetMs = budgetOf(tool);
+    const deadline = started + budgetMs;
+    const relay = new ProgressRelay(
+      progressTokenOf(ctx.mcpReq._meta as Record<string, unknown> | undefined),
+      (params) => ctx.mcpReq.notify({ method: 'notifications/progress', params: { ...params } }),
+      config.sync.progressHeartbeatMs,
+      fromId,
+      started,
+    );
+    /** Relays new progress events (none is read when the request has no token). */
+    const pump = async () => {
+      if (!relay.active) return;
+      const rows = await store.readProgress(taskId, relay.lastId).catch(() => []);
+      if (!signal.aborted) await relay.push(rows);
+    };
     await events.subscribe(channel);
     // This request holds the call; renewing tells the reconciler it is still here (a killed
     // gateway stops renewing, and its call is cancelled).
@@ -252,12 +277,13 @@ export function createServerFactory(deps: GatewayDeps): McpServerFactory {
           await store.renewHolder(taskId, 0).catch(() => -1);
         }
         if (signal.aborted) {
+          relay.close();
           // C-01: the client closed the request. Another request may hold the same call (a
           // retry sent twice): cancel only when this was the last holder.
           const left = holding ? await store.renewHolder(taskId, -1).catch(() => 0) : 0;
           holding = false;
           if (left <= 0) await store.requestCancel(taskId, 'Cancelled: the client closed the request').catch(() => undefined);
-          log.info({ taskId, tool: tool.name, holdersLeft: left }, 'sync.disconnected');
+          log.info({ taskId, tool: tool.name, holdersLeft: left, afterMs: Date.now() - started }, 'sync.disconnected');
           throw new ProtocolError(ErrorCode.InternalError, 'Request cancelled by client disconnect');
         }
         let rec: TaskRecord | null;
@@ -268,6 +294,12 @@ export function createServerFactory(deps: GatewayDeps): McpServerFactory {
           throw storeUnavailable();
         }
         if (!rec) throw new ProtocolError(ErrorCode.InternalError, 'The task record expired before the tool finished');
+        if (rec.status !== 'working') {
+          // Every progress event was written before the status changed: relay them all, then
+          // nothing more (P-02, B-12e).
+          await pump();
+          relay.close();
+        }
         switch (rec.status) {
           case 'completed':
             return { ...(rec.result ?? { content: [] }) };
@@ -288,13 +320,108 @@ export function createServerFactory(deps: GatewayDeps): McpServerFactory {
               requestState: await codec.mint({ k: 'sync', tool: tool.name, args: digest(args), taskId }, ctx),
             });
           }
-          default:
-            await events.next(channel, 1000, signal);
+          default: {
+            await pump();
+            await relay.heartbeat();
+            if (Date.now() >= deadline) {
+              const handed = await handOff(rec, tool, budgetMs, ctx);
+              if (handed) {
+                relay.close();
+                return handed;
+              }
+              continue; // it ended meanwhile: answer normally
+            }
+            await events.next(channel, Math.min(1000, relay.heartbeatDueIn(), Math.max(0, deadline - Date.now())), signal);
+          }
         }
       }
     } finally {
+      relay.close();
       if (holding) await store.renewHolder(taskId, -1).catch(() => 0);
       await events.release(channel);
+    }
+  }
+
+  /**
+   * The budget ran out (D1): the task continues in `task` mode for the same owner and the call
+   * ends with a result that tells the model which tool to call with which id.
+   * @returns the result, or undefined when the task ended meanwhile (answer it normally).
+   */
+  async function handOff(rec: TaskRecord, tool: ToolDefinition, budgetMs: number, ctx: ServerContext) {
+    const d = await store.detachSync(rec.taskId).catch(() => ({ code: 'gone' as const }));
+    if (d.code === 'terminal') return undefined;
+    if (d.code !== 'ok') throw new ProtocolError(ErrorCode.InternalError, 'The task record expired before the tool finished');
+    // D4: if this result never reaches the client, nobody knows the id: cancel then.
+    exchangeOf(ctx).createdTaskId = rec.taskId;
+    log.info({ taskId: rec.taskId, tool: tool.name, budgetMs }, 'sync.handed_off');
+    const secs = Math.round(budgetMs / 1000);
+    const latest = rec.statusMessage ? ` Latest progress: ${rec.statusMessage}.` : '';
+    return {
+      content: [
+        {
+          type: 'text',
+          text:
+            `${tool.name} is still running after ${secs} s, so it continues in the background as task ${rec.taskId}.${latest} ` +
+            `To check on it and get its result when it is done, call the tool ${TASK_STATUS_TOOL} with {"taskId":"${rec.taskId}"}. ` +
+            `It keeps its result for ${Math.round(rec.ttlMs / 3_600_000)} h.`,
+        },
+      ],
+      structuredContent: {
+        taskId: rec.taskId,
+        status: d.status,
+        ...(rec.statusMessage ? { statusMessage: rec.statusMessage } : {}),
+        pollIntervalMs: rec.pollIntervalMs,
+        next: { tool: TASK_STATUS_TOOL, arguments: { taskId: rec.taskId } },
+      },
+    };
+  }
+
+  /** `task_status` (task-status.ts): the state of a handed-off task, its result, or its question. */
+  async function taskStatus(taskId: string, args: unknown, rs: RequestStatePayload | undefined, responses: Record<string, unknown>, ctx: ServerContext, caps: Record<string, unknown>, era: 'legacy' | 'modern') {
+    const notFound = {
+      content: [{ type: 'text', text: `There is no task ${taskId} for you: the id is wrong, or the task expired.` }],
+      isError: true,
+    };
+    if (!isWellFormedTaskId(taskId)) return notFound;
+    let rec = await store.get(taskId).catch(() => {
+      throw storeUnavailable();
+    });
+    if (!rec || rec.mode !== 'task' || rec.owner !== exchangeOf(ctx).principal) return notFound;
+    if (rs?.k === 'status' && rs.taskId === taskId && rec.status === 'input_required') {
+      validateInputResponses(rec.inputRequests, responses);
+      const r = await store.applyInputResponses(taskId, responses);
+      if (r.code === 'resumed') await resumeStep(taskId, r.step);
+      log.info({ taskId, outcome: r.code }, 'task_status.answered');
+      rec = (await store.get(taskId)) ?? rec;
+    }
+    const label = `Task ${taskId} (${rec.tool})`;
+    const msg = rec.statusMessage ? `: ${rec.statusMessage}` : '';
+    const structured = { taskId, status: rec.status, ...(rec.statusMessage ? { statusMessage: rec.statusMessage } : {}) };
+    switch (rec.status) {
+      case 'completed':
+        return { ...(rec.result ?? { content: [] }) };
+      case 'failed':
+        return { content: [{ type: 'text', text: `${label} failed: ${rec.error?.message ?? 'unknown error'}` }], structuredContent: structured, isError: true };
+      case 'cancelled':
+        return { content: [{ type: 'text', text: `${label} was cancelled${msg}` }], structuredContent: structured, isError: true };
+      case 'input_required': {
+        const needsElicitation = Object.values(rec.inputRequests).some((q) => (q as { method?: string }).method === 'elicitation/create');
+        if (era === 'modern' && (!needsElicitation || caps.elicitation !== undefined)) {
+          return sdkInputRequired({
+            inputRequests: rec.inputRequests as never,
+            requestState: await codec.mint({ k: 'status', tool: TASK_STATUS_TOOL, args: digest(args), taskId }, ctx),
+          });
+        }
+        return {
+          content: [{ type: 'text', text: `${label} is waiting for an answer from the user${msg}, but this client cannot show the question (it needs MCP 2026-07-28 with elicitation).` }],
+          structuredContent: structured,
+        };
+      }
+      default:
+        return {
+          content: [{ type: 'text', text: `${label} is still working${msg}. Call ${TASK_STATUS_TOOL} again in a little while.` }],
+          structuredContent: { ...structured, pollIntervalMs: rec.pollIntervalMs },
+        };
     }
   }
 
@@ -324,6 +451,7 @@ export function createServerFactory(deps: GatewayDeps): McpServerFactory {
 
     // MRTR retry of a synchronous call whose task is waiting for input.
     if (rs?.k === 'sync') return resumeSync(rs.taskId, tool, args, ctx, caps, responses);
+    if (tool.name === TASK_STATUS_TOOL) return taskStatus(String(args.taskId), args, rs, responses, ctx, caps, era);
 
     if (tool.runsIn === 'gateway') {
       const round = await continueRound('inline', tool, args, rs, responses, ctx);
@@ -358,6 +486,8 @@ export function createServerFactory(deps: GatewayDeps): McpServerFactory {
   async function resumeSync(taskId: string, tool: ToolDefinition, args: unknown, ctx: ServerContext, caps: Record<string, unknown>, responses: Record<string, unknown>) {
     const rec = await store.get(taskId);
     if (!rec || rec.owner !== exchangeOf(ctx).principal) throw invalidParams('requestState refers to a call that no longer exists');
+    // Relay only what the next step reports.
+    const fromId = await store.lastProgressId(taskId).catch(() => '0');
     if (rec.status === 'input_required') {
       validateInputResponses(rec.inputRequests, responses);
       // Renew the hold before the task turns `working` again, so the reconciler never sees a
@@ -366,7 +496,7 @@ export function createServerFactory(deps: GatewayDeps): McpServerFactory {
       const r = await store.applyInputResponses(taskId, responses);
       if (r.code === 'resumed') await resumeStep(taskId, r.step);
     }
-    return waitSync(taskId, tool, args, ctx, caps);
+    return waitSync(taskId, tool, args, ctx, caps, fromId);
   }
 
   /** Enqueues the next step after the last answer (D2); the reconciler covers a lost enqueue. */

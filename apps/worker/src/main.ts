@@ -76,8 +76,9 @@ async function main() {
     queues,
     registry,
     log,
-    settings: { researchPhaseMs: config.demo.researchPhaseMs },
+    settings: { researchPhaseMs: config.demo.researchPhaseMs, ...config.testing },
     inputTimeoutMs: config.task.inputTimeoutMs,
+    progressMinIntervalMs: config.sync.progressMinIntervalMs,
     isShuttingDown: () => shuttingDown,
     cancelLocal: (jobId, reason) => toolsWorker?.cancelJob(jobId, reason),
   });

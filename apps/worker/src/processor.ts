@@ -32,6 +32,8 @@ export interface ProcessorDeps {
   log: Logger;
   settings: ToolSettings;
   inputTimeoutMs: number;
+  /** Progress writes are coalesced to at most one per this interval (ms, P-04); the last always lands. */
+  progressMinIntervalMs: number;
   isShuttingDown: () => boolean;
   /** Aborts the job locally (BullMQ worker.cancelJob). */
   cancelLocal: (jobId: string, reason: string) => void;
@@ -98,14 +100,33 @@ export function createStepProcessor(deps: ProcessorDeps) {
         .catch(() => undefined);
     }, 1000);
 
+    // Progress: coalesced to one write per `progressMinIntervalMs` (leading edge, and the last
+    // value always lands); writes are chained so they reach Redis in order, and the pending one
+    // is flushed before the step's final write, so a synchronous caller gets every progress
+    // event before the result (B-12e).
     let lastProgressAt = 0;
+    let pending: { done: number; total?: number; message?: string } | undefined;
     let trailing: ReturnType<typeof setTimeout> | undefined;
-    const writeProgress = async (done: number, total: number | undefined, message: string | undefined) => {
+    let chain: Promise<void> = Promise.resolve();
+    const writeProgress = async (p: { done: number; total?: number; message?: string }) => {
+      const { done, total, message } = p;
       const statusMessage = short(message ?? (total ? `${done} of ${total}` : `${done}`));
       const progress = total === undefined ? { progress: done } : { progress: done, total };
-      const r = await store.reportProgress(taskId, fence, { statusMessage, progress });
+      const event = { ...progress, ...(message ? { message: short(message) } : {}) };
+      const r = await store.reportProgress(taskId, fence, { statusMessage, progress, event });
       if (r.code === 'ok' && r.cancelRequested && !ac.signal.aborted) deps.cancelLocal(job.id!, 'cancelled');
       if (r.code !== 'ok' && !ac.signal.aborted) ac.abort(r.code === 'fenced' ? 'lock-lost' : 'cancelled');
+    };
+    const flushProgress = (): Promise<void> => {
+      if (trailing) clearTimeout(trailing);
+      trailing = undefined;
+      const p = pending;
+      pending = undefined;
+      if (p) {
+        lastProgressAt = Date.now();
+        chain = chain.then(() => writeProgress(p)).catch((e) => jobLog.warn({ err: (e as Error).message }, 'progress.write_failed'));
+      }
+      return chain;
     };
     const ctx: ToolContext = {
       signal: ac.signal,
@@ -119,19 +140,11 @@ export function createStepProcessor(deps: ProcessorDeps) {
       settings: deps.settings,
       sleep: (ms) => abortableSleep(ms, ac.signal),
       async progress(done, total, message) {
-        if (ac.signal.aborted) return;
-        // Coalesce to at most one write per 200 ms; the last value always lands.
-        const now = Date.now();
-        if (trailing) clearTimeout(trailing);
-        if (now - lastProgressAt >= 200) {
-          lastProgressAt = now;
-          await writeProgress(done, total, message);
-        } else {
-          trailing = setTimeout(() => {
-            lastProgressAt = Date.now();
-            void writeProgress(done, total, message).catch(() => undefined);
-          }, 200 - (now - lastProgressAt));
-        }
+        if (ac.signal.aborted || !Number.isFinite(done)) return;
+        pending = { done, ...(total === undefined ? {} : { total }), ...(message === undefined ? {} : { message }) };
+        const wait = deps.progressMinIntervalMs - (Date.now() - lastProgressAt);
+        if (wait <= 0) return flushProgress();
+        trailing ??= setTimeout(() => void flushProgress(), wait);
       },
     };
 
@@ -144,6 +157,8 @@ export function createStepProcessor(deps: ProcessorDeps) {
       run.catch(() => undefined); // an abandoned run may reject later
       const outcome = await Promise.race([run, aborted]);
       if (outcome === 'aborted' || ac.signal.aborted) return await afterAbort();
+      await flushProgress();
+      if (ac.signal.aborted) return await afterAbort();
       if (isInputRequired(outcome) && Object.keys(outcome.inputRequests).length === 0) {
         await store.fail(taskId, { fence }, { code: -32603, message: `Tool ${tool.name} asked for input without any input request` }, 'Internal error');
         return 'failed';

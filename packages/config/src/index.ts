@@ -66,6 +66,35 @@ const schema = z.object({
   RECONCILE_INTERVAL_MS: intMs(5000, 200),
   /** A `working` task untouched this long is checked against its BullMQ job. */
   RECONCILE_AFTER_MS: intMs(10_000, 100),
+  /** A synchronous `tools/call` runs at most this long, then continues as a task (`task_status`, D1). Default 100 s. */
+  SYNC_BUDGET_MS: intMs(100_000, 1000),
+  /** Per-tool budgets, JSON object `{"tool": ms}`, overriding SYNC_BUDGET_MS and the tool's own. */
+  SYNC_BUDGET_MS_BY_TOOL: z
+    .string()
+    .default('{}')
+    .transform((v, ctx) => {
+      let parsed: unknown;
+      try {
+        parsed = JSON.parse(v);
+      } catch {
+        ctx.addIssue({ code: 'custom', message: 'must be a JSON object such as {"countdown":30000}' });
+        return z.NEVER;
+      }
+      const r = z.record(z.string(), z.number().int().min(1000)).safeParse(parsed);
+      if (!r.success) {
+        ctx.addIssue({ code: 'custom', message: 'must map tool names to integer milliseconds >= 1000' });
+        return z.NEVER;
+      }
+      return r.data;
+    }),
+  /** At most one `notifications/progress` per this interval on a synchronous call (P-04). */
+  PROGRESS_MIN_INTERVAL_MS: intMs(200, 0),
+  /** A synchronous call with a progressToken gets a progress notification at least this often (client idle timers). Max 30 s. */
+  PROGRESS_HEARTBEAT_MS: z.coerce.number().int().min(1000).max(30_000).default(15_000),
+  /** SSE comment keep-alive interval on every stream (H-22, B-10). Max 25 s. */
+  SSE_KEEPALIVE_MS: z.coerce.number().int().min(1000).max(25_000).default(15_000),
+  /** `testing` tool set only: directory where `side_effect` writes its marker files. */
+  TESTING_SIDE_EFFECT_DIR: z.string().optional(),
   /** `deep_research`: length of each of its two phases. */
   DEMO_RESEARCH_PHASE_MS: intMs(20_000, 0),
   /** Hostnames a browser `Origin` may name (H-03); requests without `Origin` are not affected. */
@@ -100,6 +129,21 @@ export interface Config {
     reconcileAfterMs: number;
   };
   demo: { researchPhaseMs: number };
+  /** Synchronous calls (D1, D6). */
+  sync: {
+    /** Default budget of a synchronous call (ms); then it continues as a task. */
+    budgetMs: number;
+    /** Per-tool budget overrides (ms). */
+    budgetMsByTool: Record<string, number>;
+    /** Minimum gap between two progress notifications (ms). */
+    progressMinIntervalMs: number;
+    /** Longest gap without a progress notification when the request has a token (ms). */
+    progressHeartbeatMs: number;
+    /** SSE comment keep-alive interval (ms). */
+    keepAliveMs: number;
+  };
+  /** `testing` tool set: where `side_effect` writes (undefined = nowhere). */
+  testing: { sideEffectDir?: string };
   logLevel: string;
   maxBodyBytes: number;
   /** Hostnames allowed in an `Origin` header (H-03). */
@@ -153,6 +197,14 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       reconcileAfterMs: e.RECONCILE_AFTER_MS,
     },
     demo: { researchPhaseMs: e.DEMO_RESEARCH_PHASE_MS },
+    sync: {
+      budgetMs: e.SYNC_BUDGET_MS,
+      budgetMsByTool: e.SYNC_BUDGET_MS_BY_TOOL,
+      progressMinIntervalMs: e.PROGRESS_MIN_INTERVAL_MS,
+      progressHeartbeatMs: e.PROGRESS_HEARTBEAT_MS,
+      keepAliveMs: e.SSE_KEEPALIVE_MS,
+    },
+    testing: { ...(e.TESTING_SIDE_EFFECT_DIR ? { sideEffectDir: e.TESTING_SIDE_EFFECT_DIR } : {}) },
     logLevel: e.LOG_LEVEL,
     maxBodyBytes: e.MAX_BODY_BYTES,
     allowedOrigins: e.ALLOWED_ORIGINS,

@@ -17,10 +17,6 @@ export class TaskEvents {
     });
   }
 
-  /**
-   * Resolves on the next message on `channel`, after `timeoutMs`, or when `signal` aborts,
-   * whichever comes first. Never rejects.
-   */
   /** Subscribes to `channel` (call before the first read of the record, so no change is missed). */
   async subscribe(channel: string): Promise<void> {
     if (this.listeners.has(channel)) return;
@@ -28,6 +24,24 @@ export class TaskEvents {
     await this.sub.subscribe(channel).catch(() => undefined);
   }
 
+  /**
+   * Calls `fn` on every message on `channel` until the returned function is called (which also
+   * drops the subscription when nobody else listens). Subscribed when this resolves.
+   */
+  async listen(channel: string, fn: Listener): Promise<() => Promise<void>> {
+    await this.subscribe(channel);
+    const set = this.listeners.get(channel)!;
+    set.add(fn);
+    return async () => {
+      set.delete(fn);
+      await this.release(channel);
+    };
+  }
+
+  /**
+   * Resolves on the next message on `channel`, after `timeoutMs`, or when `signal` aborts,
+   * whichever comes first. Never rejects.
+   */
   async next(channel: string, timeoutMs: number, signal?: AbortSignal): Promise<void> {
     await this.subscribe(channel);
     const listeners = this.listeners.get(channel)!;

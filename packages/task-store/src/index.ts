@@ -5,11 +5,14 @@
  *
  * Keys (hash tag per task so one task's keys share a Cluster slot):
  *   `<prefix>:{t:<taskId>}:task`  hash, PEXPIREAT createdAt + ttlMs (T-24)
+ *   `<prefix>:{t:<taskId>}:progress` stream of a synchronous call's progress events (capped
+ *                                 at ~64 entries), same PEXPIREAT as the hash (D5)
  *   `<prefix>:tasks:reconcile`    zset of live task ids scored by "next check" time (ms);
  *                                 PEXPIRE refreshed on every add (max ttl + 1 day)
  *   `<prefix>:rs:<nonce>`         a spent MRTR continuation (M-07), PX = its lifetime
  * Channels (hints only, D5):
- *   `<prefix>:task:<taskId>`      new status after every transition
+ *   `<prefix>:task:<taskId>`      new status after every transition (`progress` after a
+ *                                 synchronous call's progress event)
  *   `<prefix>:cancel`             job ids whose AbortSignal must fire
  */
 import { randomUUID } from 'node:crypto';
@@ -51,6 +54,16 @@ export interface TaskRecord {
   reruns: number;
   /** `sync` mode: when the gateway holding the request last said it was there (ms). */
   holderAt?: number;
+}
+
+/**
+ * One progress report of a tool, as relayed to a synchronous caller (P-01..P-04): the tool's
+ * own numbers; the gateway enforces "strictly increasing" and the rate per stream.
+ */
+export interface ProgressEvent {
+  progress: number;
+  total?: number;
+  message?: string;
 }
 
 /** What `claimStep` hands the worker that may now run the step. */
@@ -154,6 +167,11 @@ export class TaskStore {
     return `${this.prefix}:{t:${taskId}}:task`;
   }
 
+  /** Stream of a synchronous call's progress events (`e` = JSON `ProgressEvent`). */
+  progressKey(taskId: string): string {
+    return `${this.prefix}:{t:${taskId}}:progress`;
+  }
+
   /** Pub/sub channel announcing every status change of a task. */
   channel(taskId: string): string {
     return `${this.prefix}:task:${taskId}`;
@@ -216,7 +234,7 @@ export class TaskStore {
 
   /** Deletes a task record (used only when creation could not complete, D4). */
   async remove(taskId: string): Promise<void> {
-    await this.redis.del(this.key(taskId));
+    await this.redis.del(this.key(taskId), this.progressKey(taskId));
   }
 
   /** A worker claims step `step`; returns the claim with a new fence, or why not. */
@@ -245,25 +263,62 @@ export class TaskStore {
   }
 
   /**
-   * Fenced progress write: `statusMessage` and/or `{progress,total}`.
+   * Fenced progress write: `statusMessage` and/or `{progress,total}` on the record; on a
+   * synchronous call `event` is also appended to the progress stream and announced (D5).
    * @returns `{code:'ok', cancelRequested}` or why the write was refused.
    */
   async reportProgress(
     taskId: string,
     fence: string,
-    update: { statusMessage?: string; progress?: { progress: number; total?: number } },
+    update: { statusMessage?: string; progress?: { progress: number; total?: number }; event?: ProgressEvent },
     now = Date.now(),
   ): Promise<WriteOutcome & { cancelRequested?: boolean }> {
     const r = (await this.scripts.reportProgress(
       this.key(taskId),
+      this.progressKey(taskId),
       fence,
       String(now),
       update.statusMessage ?? '',
       update.progress ? JSON.stringify(update.progress) : '',
+      update.event ? JSON.stringify(update.event) : '',
+      this.channel(taskId),
     )) as Reply;
     const out = toWriteOutcome(r);
     if (out.code === 'ok') return { ...out, cancelRequested: r[1] === '1' };
     return out;
+  }
+
+  /**
+   * Progress events of a synchronous call after stream id `afterId` (exclusive; `'0'` = from
+   * the start), oldest first, at most `count`. One XRANGE.
+   */
+  async readProgress(taskId: string, afterId = '0', count = 100): Promise<{ id: string; event: ProgressEvent }[]> {
+    const start = afterId === '0' ? '-' : `(${afterId}`;
+    const rows = (await this.redis.xrange(this.progressKey(taskId), start, '+', 'COUNT', count)) as [string, string[]][];
+    const out: { id: string; event: ProgressEvent }[] = [];
+    for (const [id, fields] of rows) {
+      const i = fields.indexOf('e');
+      if (i >= 0 && fields[i + 1]) out.push({ id, event: JSON.parse(fields[i + 1]!) as ProgressEvent });
+    }
+    return out;
+  }
+
+  /** Id of the newest progress event of a task (`'0'` when there is none). One XREVRANGE. */
+  async lastProgressId(taskId: string): Promise<string> {
+    const rows = (await this.redis.xrevrange(this.progressKey(taskId), '+', '-', 'COUNT', 1)) as [string, string[]][];
+    return rows[0]?.[0] ?? '0';
+  }
+
+  /**
+   * A synchronous call ran out of its budget: the task continues in `task` mode for the same
+   * owner (see `detachSync-1.lua`).
+   * @returns `ok` (detached; `status` is its current one), `terminal` (it already ended: answer
+   * the call normally), `gone` or `not_sync`.
+   */
+  async detachSync(taskId: string, now = Date.now()): Promise<{ code: 'ok' | 'terminal' | 'not_sync'; status: TaskStatus } | { code: 'gone' }> {
+    const r = (await this.scripts.detachSync(this.key(taskId), String(now))) as Reply;
+    if (r[0] === 'gone') return { code: 'gone' };
+    return { code: r[0] as 'ok' | 'terminal' | 'not_sync', status: r[1] as TaskStatus };
   }
 
   /** Fenced `working → input_required` with the given requests (wire keys). */

@@ -53,7 +53,7 @@ export class ToolRegistry {
   }
 }
 
-/** Builds the registry for the given tool sets. */
-export function createRegistry(toolsets: readonly Toolset[]): ToolRegistry {
-  return new ToolRegistry(toolsets.flatMap((s): ToolDefinition[] => SETS[s]));
+/** Builds the registry for the given tool sets, plus `builtins` (listed first). */
+export function createRegistry(toolsets: readonly Toolset[], builtins: readonly ToolDefinition[] = []): ToolRegistry {
+  return new ToolRegistry([...builtins, ...toolsets.flatMap((s): ToolDefinition[] => SETS[s])]);
 }

@@ -76,6 +76,8 @@ export interface ToolContext {
 
 export interface ToolSettings {
   researchPhaseMs: number;
+  /** `testing` tool set: directory where `side_effect` writes marker files (unset = it refuses). */
+  sideEffectDir?: string;
 }
 
 /** A tool definition. `inputSchema` is a zod object; `run` may be called once per step. */
@@ -87,6 +89,11 @@ export interface ToolDefinition<S extends z.ZodObject = z.ZodObject> {
   taskSupport: TaskSupport;
   /** `gateway`: short `forbidden` tools run inline in the gateway (D1). Default `worker`. */
   runsIn?: 'gateway' | 'worker';
+  /**
+   * Longest a synchronous call of this tool may hold its request (ms) before the work continues
+   * as a task (D1). Default: `SYNC_BUDGET_MS`; `SYNC_BUDGET_MS_BY_TOOL` overrides both.
+   */
+  syncBudgetMs?: number;
   /** Client capabilities the tool needs on the request (e.g. `{elicitation: {form: {}}}`): -32021 without them (B-07). */
   requiresCapabilities?: Record<string, unknown>;
   /**

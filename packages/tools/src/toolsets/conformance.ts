@@ -138,4 +138,23 @@ export const testToolWithTask = defineTool({
   },
 });
 
-export const conformanceTools = [greet, slowCompute, failingJob, protocolErrorJob, confirmDelete, multiInput, testToolWithTask];
+/**
+ * `test_tool_with_progress`: scenario `tools-call-with-progress` (docs/conformance-fixtures.md):
+ * progress 0, 50, 100 of 100, then a text result. The steps are 250 ms apart so the worker's
+ * 200 ms coalescing (P-04) keeps all three.
+ */
+export const testToolWithProgress = defineTool({
+  name: 'test_tool_with_progress',
+  description: 'Reports progress 0, 50 and 100 of 100 (250 ms apart), then returns a text result.',
+  inputSchema: z.object({}),
+  taskSupport: 'optional',
+  async run(_args, ctx) {
+    for (const p of [0, 50, 100]) {
+      if (p > 0) await ctx.sleep(250);
+      await ctx.progress(p, 100, `${p}%`);
+    }
+    return textResult('Progress test complete');
+  },
+});
+
+export const conformanceTools = [greet, slowCompute, failingJob, protocolErrorJob, confirmDelete, multiInput, testToolWithTask, testToolWithProgress];

@@ -2,16 +2,23 @@
  * The `testing` tool set: fixtures the handed cases (`shared/cases/cases.md`) call. Enabled
  * only by `MCP_TOOLSETS=...,testing`; never in production.
  */
+import { writeFileSync } from 'node:fs';
+import { writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
 import { z } from 'zod';
 import { accepted, defineTool, elicitForm, inputRequired, textResult } from '../kit.js';
 
 /** `slow_echo(seconds, text?)`: sleeps, then echoes. B-02, B-07, B-16. */
 export const slowEcho = defineTool({
   name: 'slow_echo',
-  description: 'Sleeps `seconds` (0-3600, fractions allowed), reporting progress each second, then echoes `text`.',
-  inputSchema: z.object({ seconds: z.number().min(0).max(3600), text: z.string().max(100_000).optional() }),
+  description: 'Sleeps `seconds` (0-3600, fractions allowed), reporting progress each second (none with `quiet`), then echoes `text`.',
+  inputSchema: z.object({ seconds: z.number().min(0).max(3600), text: z.string().max(100_000).optional(), quiet: z.boolean().optional() }),
   taskSupport: 'optional',
-  async run({ seconds, text }, ctx) {
+  async run({ seconds, text, quiet }, ctx) {
+    if (quiet) {
+      await ctx.sleep(seconds * 1000);
+      return textResult(`echo: ${text ?? ''}`, { structuredContent: { seconds, text: text ?? '', reruns: 0 } });
+    }
     const total = seconds * 1000;
     let slept = 0;
     while (slept < total) {
@@ -28,10 +35,21 @@ export const slowEcho = defineTool({
 export const askConfirm = defineTool({
   name: 'ask_confirm',
   description: 'Asks the user to confirm (one form elicitation with a boolean, `rounds` times, default 1), then reports the last answer.',
-  inputSchema: z.object({ question: z.string().max(500).optional(), rounds: z.number().int().min(1).max(10).optional() }),
+  inputSchema: z.object({
+    question: z.string().max(500).optional(),
+    rounds: z.number().int().min(1).max(10).optional(),
+    /** Seconds to work (with progress each second) before the first question. */
+    delaySeconds: z.number().min(0).max(3600).optional(),
+  }),
   taskSupport: 'optional',
   requiresCapabilities: { elicitation: { form: {} } },
-  async run({ question, rounds = 1 }, ctx) {
+  async run({ question, rounds = 1, delaySeconds = 0 }, ctx) {
+    if (ctx.step === 1) {
+      for (let i = 1; i <= Math.ceil(delaySeconds); i++) {
+        await ctx.sleep(Math.min(1, delaySeconds - (i - 1)) * 1000);
+        await ctx.progress(i, Math.ceil(delaySeconds), `preparing the question (${i} s)`);
+      }
+    }
     // Asks `confirm` once per round (wire keys confirm.1, confirm.2, …: never reused, T-29).
     if (ctx.step <= rounds) {
       return inputRequired({
@@ -52,4 +70,52 @@ export const askConfirm = defineTool({
   },
 });
 
-export const testingTools = [slowEcho, askConfirm];
+/**
+ * `progress_sync(steps, intervalSeconds)`: `steps` progress reports `intervalSeconds` apart
+ * (`progress` = step number, `total` = steps), then a result. B-09, B-10, B-12. With
+ * `stamp`, each message carries the emission time (`@<unix ms>`) for latency measurements.
+ */
+export const progressSync = defineTool({
+  name: 'progress_sync',
+  description: 'Reports progress `steps` times, `intervalSeconds` apart (total = steps), then returns.',
+  inputSchema: z.object({
+    steps: z.number().int().min(1).max(100_000),
+    intervalSeconds: z.number().min(0).max(3600),
+    stamp: z.boolean().optional(),
+  }),
+  taskSupport: 'optional',
+  async run({ steps, intervalSeconds, stamp }, ctx) {
+    for (let i = 1; i <= steps; i++) {
+      await ctx.sleep(intervalSeconds * 1000);
+      await ctx.progress(i, steps, stamp ? `step ${i} of ${steps} @${Date.now()}` : `step ${i} of ${steps}`);
+    }
+    return textResult(`progress_sync: ${steps} steps done`, { structuredContent: { steps } });
+  },
+});
+
+/**
+ * `side_effect(marker, delaySeconds)`: works `delaySeconds` (abortable), then writes the file
+ * `<TESTING_SIDE_EFFECT_DIR>/<marker>`: the effect a cancelled call must never have (C-01).
+ * Writes when it started to `<marker>.started` and when its AbortSignal fired to
+ * `<marker>.aborted` (unix ms), so tests can measure disconnect → abort.
+ */
+export const sideEffect = defineTool({
+  name: 'side_effect',
+  description: 'Waits `delaySeconds`, then writes a marker file (testing only): shows whether a cancelled call stopped in time.',
+  inputSchema: z.object({
+    marker: z.string().regex(/^[A-Za-z0-9_-]{1,64}$/),
+    delaySeconds: z.number().min(0).max(3600),
+  }),
+  taskSupport: 'optional',
+  async run({ marker, delaySeconds }, ctx) {
+    const dir = ctx.settings.sideEffectDir;
+    if (!dir) return textResult('side_effect is not configured (TESTING_SIDE_EFFECT_DIR)', { isError: true });
+    await writeFile(join(dir, `${marker}.started`), String(Date.now()));
+    ctx.signal.addEventListener('abort', () => writeFileSync(join(dir, `${marker}.aborted`), String(Date.now())), { once: true });
+    await ctx.sleep(delaySeconds * 1000);
+    await writeFile(join(dir, marker), String(Date.now()));
+    return textResult(`side effect ${marker} written`);
+  },
+});
+
+export const testingTools = [slowEcho, askConfirm, progressSync, sideEffect];

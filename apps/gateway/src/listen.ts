@@ -1,0 +1,202 @@
+/**
+ * `subscriptions/listen` with `notifications.taskIds` (Tasks extension §11, T-39, T-49; core
+ * spec transport §5, S-01..S-03). The SDK's listen router knows only the four core change
+ * types, so a listen request asking for `taskIds` is served here; others go to the SDK.
+ *
+ * Wire (one SSE response per listen request):
+ *  1. `notifications/subscriptions/acknowledged` with `params.notifications.taskIds` = the ids
+ *     granted: well-formed, existing, `task` mode and owned by the caller (T-44; anything else
+ *     is silently left out, exactly like an unknown id). Nothing precedes it (S-02).
+ *  2. `notifications/tasks` with the full `DetailedTask` (what `tasks/get` returns) for each
+ *     granted id: once with its current state, then on every status change, whichever worker
+ *     made it and whichever gateway holds this stream (the task's Redis channel, re-read on
+ *     every message and every `RECHECK_MS` as a backstop, D5). No progress or log
+ *     notifications on this stream (T-41, H-24).
+ *  3. `: keepalive` comments every SSE_KEEPALIVE_MS (B-10).
+ *  4. On shutdown: the final result `{resultType:"complete", _meta:{subscriptionId}}`, then the
+ *     stream ends (spec transport §5). The client closing the stream ends the subscription.
+ * Every notification and the final result carry `_meta["io.modelcontextprotocol/subscriptionId"]`
+ * = the listen request's JSON-RPC id (S-03).
+ *
+ * Errors: headers/version as the SDK's ladder (`-32020`, `-32022`, HTTP 400); `taskIds` not an
+ * array of at most MAX_TASK_IDS strings → `-32602`; over MAX_SUBSCRIPTIONS open streams on
+ * this process → `-32603` (both HTTP 200, as the SDK's own listen router answers).
+ */
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import { classifyInboundRequest, SUBSCRIPTION_ID_META_KEY } from '@modelcontextprotocol/server';
+import { isWellFormedTaskId, toDetailedTask, type TaskRecord } from '@mcp-tasks/task-store';
+import type { McpBody } from './app.js';
+import { ErrorCode, jsonRpcErrorBody } from './errors.js';
+import { SERVER_INFO, type GatewayDeps } from './mcp.js';
+
+/** Most task ids one listen request may name. */
+export const MAX_TASK_IDS = 100;
+/** Most task listen streams one gateway process holds. */
+export const MAX_SUBSCRIPTIONS = 1024;
+/** Backstop re-read of every subscribed, non-terminal task (ms, D5). */
+const RECHECK_MS = 5000;
+
+const SSE_HEADERS = {
+  'content-type': 'text/event-stream',
+  'cache-control': 'no-cache, no-transform',
+  connection: 'keep-alive',
+  'x-accel-buffering': 'no',
+};
+
+const header = (req: FastifyRequest, name: string): string | undefined => {
+  const v = req.headers[name];
+  return Array.isArray(v) ? v[0] : v;
+};
+
+const isTerminalStatus = (s: string) => s === 'completed' || s === 'failed' || s === 'cancelled';
+
+export interface TaskListen {
+  /** Serves one listen request (the route has checked T-49 and the era). */
+  serve(req: FastifyRequest, reply: FastifyReply, body: McpBody, principal: string): Promise<void>;
+  /** Ends every open stream gracefully (final result, then close): on shutdown. */
+  closeAll(): void;
+  readonly openCount: number;
+}
+
+export function createTaskListen(deps: Pick<GatewayDeps, 'config' | 'log' | 'store' | 'events'>): TaskListen {
+  const { config, log, store, events } = deps;
+  const open = new Set<(graceful: boolean) => void>();
+
+  async function serve(req: FastifyRequest, reply: FastifyReply, body: McpBody, principal: string): Promise<void> {
+    // The same validation ladder the SDK applies to every modern request (H-11, H-12, H-15).
+    const outcome = classifyInboundRequest({
+      httpMethod: req.method,
+      protocolVersionHeader: header(req, 'mcp-protocol-version'),
+      mcpMethodHeader: header(req, 'mcp-method'),
+      mcpNameHeader: header(req, 'mcp-name'),
+      body,
+    });
+    if (outcome.kind === 'reject') {
+      return reply.code(outcome.httpStatus).send(jsonRpcErrorBody(body.id, outcome.code, outcome.message, outcome.data));
+    }
+    if (outcome.kind !== 'modern' || outcome.messageKind !== 'request') {
+      return reply.code(400).send(jsonRpcErrorBody(body.id ?? null, ErrorCode.InvalidRequest, 'subscriptions/listen must be a request'));
+    }
+    const subscriptionId = outcome.message.id;
+    const requested = body.params?.notifications?.taskIds;
+    if (!Array.isArray(requested) || requested.length > MAX_TASK_IDS || requested.some((t) => typeof t !== 'string')) {
+      return reply.send(jsonRpcErrorBody(subscriptionId, ErrorCode.InvalidParams, `Invalid params: notifications.taskIds must be an array of at most ${MAX_TASK_IDS} task ids`));
+    }
+    if (open.size >= MAX_SUBSCRIPTIONS) {
+      log.warn({ open: open.size }, 'listen.refused_limit');
+      return reply.send(jsonRpcErrorBody(subscriptionId, ErrorCode.InternalError, 'Subscription limit reached'));
+    }
+
+    // Subscribe before reading, so a change between the read and the first message is not lost.
+    const res = reply.raw;
+    let closed = false;
+    const lastStatus = new Map<string, string>();
+    const unlisten: (() => Promise<void>)[] = [];
+    const ids = [...new Set(requested as string[])].filter(isWellFormedTaskId);
+    const granted: string[] = [];
+    const snapshot = new Map<string, TaskRecord>();
+    const reading = new Map<string, Promise<void>>();
+    const dirty = new Set<string>();
+
+    const write = (frame: string) => {
+      if (closed || res.writableEnded || res.destroyed) return;
+      res.write(frame);
+    };
+    const writeMessage = (message: unknown) => write(`event: message\ndata: ${JSON.stringify(message)}\n\n`);
+    const emit = (rec: TaskRecord) => {
+      if (lastStatus.get(rec.taskId) === rec.status) return;
+      lastStatus.set(rec.taskId, rec.status);
+      writeMessage({
+        jsonrpc: '2.0',
+        method: 'notifications/tasks',
+        params: { ...toDetailedTask(rec), _meta: { [SUBSCRIPTION_ID_META_KEY]: subscriptionId } },
+      });
+    };
+    /** Re-reads a task and emits on a status change; one read at a time per task. */
+    const refresh = (taskId: string): void => {
+      if (closed) return;
+      if (reading.has(taskId)) {
+        dirty.add(taskId);
+        return;
+      }
+      const p = store
+        .get(taskId)
+        .then((rec) => {
+          if (rec && rec.owner === principal) emit(rec);
+        })
+        .catch((e) => log.debug({ taskId, err: (e as Error).message }, 'listen.read_failed'))
+        .finally(() => {
+          reading.delete(taskId);
+          if (dirty.delete(taskId)) refresh(taskId);
+        });
+      reading.set(taskId, p);
+    };
+
+    try {
+      for (const id of ids) {
+        unlisten.push(await events.listen(store.channel(id), () => refresh(id)));
+        const rec = await store.get(id);
+        if (rec && rec.mode === 'task' && rec.owner === principal) {
+          granted.push(id);
+          snapshot.set(id, rec);
+        }
+      }
+    } catch (e) {
+      await Promise.allSettled(unlisten.map((u) => u()));
+      log.warn({ err: (e as Error).message }, 'listen.store_unavailable');
+      return reply.code(503).header('retry-after', '5').send(jsonRpcErrorBody(subscriptionId, ErrorCode.InternalError, 'Task store unavailable; retry later'));
+    }
+    // Channels of ids that were not granted are dropped at once.
+    const keep = new Set(granted);
+    for (let i = ids.length - 1; i >= 0; i--) {
+      if (!keep.has(ids[i]!)) await unlisten.splice(i, 1)[0]!();
+    }
+
+    reply.hijack();
+    res.writeHead(200, SSE_HEADERS);
+    writeMessage({
+      jsonrpc: '2.0',
+      method: 'notifications/subscriptions/acknowledged',
+      params: { notifications: { taskIds: granted }, _meta: { [SUBSCRIPTION_ID_META_KEY]: subscriptionId } },
+    });
+    for (const rec of snapshot.values()) emit(rec);
+    log.info({ subscriptionId, requested: requested.length, granted: granted.length }, 'listen.opened');
+
+    const keepAlive = setInterval(() => write(': keepalive\n\n'), config.sync.keepAliveMs);
+    const recheck = setInterval(() => {
+      for (const id of granted) if (!isTerminalStatus(lastStatus.get(id) ?? '')) refresh(id);
+    }, RECHECK_MS);
+    keepAlive.unref();
+    recheck.unref();
+
+    const teardown = (graceful: boolean) => {
+      if (closed) return;
+      if (graceful) {
+        writeMessage({
+          jsonrpc: '2.0',
+          id: subscriptionId,
+          result: { resultType: 'complete', _meta: { [SUBSCRIPTION_ID_META_KEY]: subscriptionId, 'io.modelcontextprotocol/serverInfo': SERVER_INFO } },
+        });
+      }
+      closed = true;
+      open.delete(teardown);
+      clearInterval(keepAlive);
+      clearInterval(recheck);
+      void Promise.allSettled(unlisten.map((u) => u()));
+      if (!res.writableEnded) res.end();
+      log.info({ subscriptionId, graceful }, 'listen.closed');
+    };
+    open.add(teardown);
+    res.once('close', () => teardown(false));
+  }
+
+  return {
+    serve,
+    closeAll() {
+      for (const teardown of [...open]) teardown(true);
+    },
+    get openCount() {
+      return open.size;
+    },
+  };
+}
