@@ -726,6 +726,86 @@ describe('notifications: every status change is PUBLISHed on <prefix>:task:<id>'
   });
 });
 
+describe('progress stream of synchronous calls (D5, B-12)', () => {
+  it('a sync task\'s progress events go to a capped stream with the record\'s expiry, and are announced; a task-mode task writes none', async () => {
+    const sync = await newTask({ mode: 'sync' });
+    const f = await claim(sync.taskId);
+    for (let i = 1; i <= 3; i++) {
+      const r = await store.reportProgress(sync.taskId, f, { statusMessage: `${i}/3`, progress: { progress: i, total: 3 }, event: { progress: i, total: 3, message: `${i}/3` } });
+      assert.deepEqual(r, { code: 'ok', cancelRequested: false });
+    }
+    const rows = await store.readProgress(sync.taskId);
+    assert.deepEqual(rows.map((r) => r.event), [1, 2, 3].map((i) => ({ progress: i, total: 3, message: `${i}/3` })));
+    assert.deepEqual((await store.readProgress(sync.taskId, rows[0]!.id)).map((r) => r.event.progress), [2, 3], 'reads after the given id, exclusive');
+    assert.equal(await store.lastProgressId(sync.taskId), rows[2]!.id);
+    const recordExpiry = Number(await redis.call('PEXPIRETIME', store.key(sync.taskId)));
+    assert.equal(Number(await redis.call('PEXPIRETIME', store.progressKey(sync.taskId))), recordExpiry, 'the stream expires with its record');
+    assert.deepEqual(await drain(store.channel(sync.taskId)), ['progress', 'progress', 'progress']);
+
+    const task = await newTask({ mode: 'task' });
+    const ft = await claim(task.taskId);
+    await store.reportProgress(task.taskId, ft, { statusMessage: 'x', progress: { progress: 1 }, event: { progress: 1 } });
+    assert.equal(await redis.exists(store.progressKey(task.taskId)), 0, 'tasks get no progress events (T-41)');
+    assert.deepEqual(await drain(store.channel(task.taskId)), []);
+    assert.equal((await mustGet(task.taskId)).statusMessage, 'x');
+  });
+
+  it('the stream is capped (~64 entries) and a stale fence writes no event', async () => {
+    const sync = await newTask({ mode: 'sync' });
+    const f = await claim(sync.taskId);
+    for (let i = 1; i <= 300; i++) await store.reportProgress(sync.taskId, f, { event: { progress: i } });
+    const len = await redis.xlen(store.progressKey(sync.taskId));
+    assert.ok(len >= 64 && len < 200, `capped near 64, got ${len}`);
+    await store.requestCancel(sync.taskId);
+    await store.markCancelled(sync.taskId, f, 'gone');
+    const before = await redis.xlen(store.progressKey(sync.taskId));
+    assert.deepEqual(await store.reportProgress(sync.taskId, f, { event: { progress: 999 } }), { code: 'terminal', status: 'cancelled' });
+    assert.equal(await redis.xlen(store.progressKey(sync.taskId)), before);
+    await drain(store.channel(sync.taskId));
+    await drain(store.cancelChannel);
+  });
+
+  it('readProgress of a task without events is empty; lastProgressId is "0"', async () => {
+    const rec = await newTask({ mode: 'sync' });
+    assert.deepEqual(await store.readProgress(rec.taskId), []);
+    assert.equal(await store.lastProgressId(rec.taskId), '0');
+  });
+});
+
+describe('detachSync (budget hand-off, D1)', () => {
+  it('a working sync task becomes a task-mode task of the same owner, holders dropped; its record otherwise unchanged', async () => {
+    const rec = await newTask({ mode: 'sync' });
+    const f = await claim(rec.taskId);
+    assert.equal(await store.renewHolder(rec.taskId, 1), 1);
+    const before = await snapshot(rec.taskId);
+    assert.deepEqual(await store.detachSync(rec.taskId), { code: 'ok', status: 'working' });
+    const after = await snapshot(rec.taskId);
+    assert.equal(after.hash.mode, 'task');
+    assert.equal(after.hash.owner, before.hash.owner);
+    assert.equal(after.hash.holders, undefined);
+    assert.equal(after.hash.holderAt, undefined);
+    assert.equal(after.expireAt, before.expireAt, 'same expiry');
+    assert.equal(await store.renewHolder(rec.taskId, 0), -1, 'no longer a synchronous call');
+    assert.deepEqual(await store.reportProgress(rec.taskId, f, { event: { progress: 1 } }), { code: 'ok', cancelRequested: false }, 'the running step keeps its fence');
+    assert.equal(await store.lastProgressId(rec.taskId), '0', 'no more progress events once detached');
+    assert.deepEqual(await drain(store.channel(rec.taskId)), [], 'no status change announced');
+  });
+
+  it('an input_required sync task detaches too; terminal, task-mode and missing tasks are reported, not changed', async () => {
+    const parked = await newTask({ mode: 'sync' });
+    const f = await claim(parked.taskId);
+    await store.parkForInput(parked.taskId, f, { 'q.1': ELICIT_A }, null, 'Waiting');
+    assert.deepEqual(await store.detachSync(parked.taskId), { code: 'ok', status: 'input_required' });
+
+    const { rec: done } = await taskIn('completed');
+    assert.deepEqual(await store.detachSync(done.taskId), { code: 'terminal', status: 'completed' });
+    const task = await newTask({ mode: 'task' });
+    assert.deepEqual(await store.detachSync(task.taskId), { code: 'not_sync', status: 'working' });
+    assert.deepEqual(await store.detachSync('6f1c2d4e-8a9b-4c3d-9e8f-0a1b2c3d4e5f'), { code: 'gone' });
+    await drain(store.channel(parked.taskId));
+  });
+});
+
 describe('wire shapes (src/wire.ts)', () => {
   const BASE_KEYS = ['createdAt', 'lastUpdatedAt', 'pollIntervalMs', 'status', 'statusMessage', 'taskId', 'ttlMs'];
   const PAYLOAD_KEYS = ['result', 'error', 'inputRequests'];

@@ -93,6 +93,9 @@ export class ProgressRelay {
     if (this.lastSent === undefined) value = 0;
     else if (this.total !== undefined && this.total > this.lastSent) value = this.lastSent + (this.total - this.lastSent) / 1000;
     else value = this.lastSent + 0.001;
+    // Readable on the wire (7.002, not 7.002000000000001) whenever rounding keeps it increasing.
+    const rounded = Math.round(value * 1e6) / 1e6;
+    if (rounded > (this.lastSent ?? -Infinity) && (this.total === undefined || rounded < this.total || this.lastSent === undefined)) value = rounded;
     if (!(value > (this.lastSent ?? -Infinity))) value = (this.lastSent ?? 0) + Number.EPSILON * Math.max(1, Math.abs(this.lastSent ?? 0)) * 4;
     const secs = Math.round((now - this.startedAt) / 1000);
     const message = clip(this.lastMessage ? `${this.lastMessage} (still working, ${secs} s)` : `Working (${secs} s)`);
