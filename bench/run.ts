@@ -7,11 +7,21 @@
  *  2. tasks/cancel → task `cancelled` for a running countdown, 30 tasks, measured from just
  *     before the cancel request is sent to the Lua transition's PUBLISH of `cancelled`
  *  3. tasks/get latency, 1000 sequential polls
- * Prints one JSON line per figure (ms).
+ *  4. progress latency of a synchronous call: from the tool's `ctx.progress` (on the worker
+ *     process) to the client reading the `notifications/progress` event off the gateway's SSE
+ *     response; 1,000 events (10 concurrent `progress_sync(100 steps, 250 ms)` calls)
+ *  5. client disconnect → the tool's AbortSignal fires on the worker (C-01), 30 calls of
+ *     `side_effect` closed 300 ms after the tool started
+ * Prints one JSON line per figure (ms). Both processes run on this machine, so their clocks
+ * (Date.now) are the same clock.
  */
+import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { Redis } from 'ioredis';
-import { startCluster, sleep } from '../test/support/cluster.js';
+import { startCluster, sleep, waitFor } from '../test/support/cluster.js';
 import { callTool, cancelTask, getTask, roundRobin } from '../test/support/mcp.js';
+import { sseCall } from '../test/support/sse.js';
 
 const stats = (xs: number[]) => {
   const s = [...xs].sort((a, b) => a - b);
@@ -20,10 +30,11 @@ const stats = (xs: number[]) => {
   return { n: s.length, min: r(s[0]!), median: r(q(0.5)), p90: r(q(0.9)), p99: r(q(0.99)), max: r(s[s.length - 1]!) };
 };
 
+const sideEffectDir = mkdtempSync(join(tmpdir(), 'mcp-bench-'));
 const c = await startCluster({
   gateways: Number(process.env.BENCH_GATEWAYS ?? 1),
   workers: Number(process.env.BENCH_WORKERS ?? 1),
-  env: { TASK_POLL_INTERVAL_MS: '2000' },
+  env: { TASK_POLL_INTERVAL_MS: '2000', TESTING_SIDE_EFFECT_DIR: sideEffectDir },
 });
 try {
   const next = roundRobin(c.urls);
@@ -80,6 +91,37 @@ try {
   }
   sub.disconnect();
   console.log(JSON.stringify({ figure: 'tasks/cancel → cancelled, running task (ms)', ...stats(cancel) }));
+
+  // 4. Progress latency, worker ctx.progress → client (the message carries the emission time).
+  const progressLatency: number[] = [];
+  const calls = Array.from({ length: 10 }, (_, i) =>
+    sseCall(next(), 'tools/call', { name: 'progress_sync', arguments: { steps: 100, intervalSeconds: 0.25, stamp: true } }, { tasks: false, meta: { progressToken: `bench-${i}` } }),
+  );
+  await Promise.all(calls.map((k) => k.done));
+  for (const k of calls) {
+    if (!k.final()?.result) throw new Error(`progress_sync failed: ${k.raw().slice(0, 300)}`);
+    for (const p of k.progress()) {
+      const m = /@(\d+)$/.exec(String(p.message));
+      if (m) progressLatency.push(p.at - Number(m[1]));
+    }
+  }
+  if (progressLatency.length !== 1000) throw new Error(`expected 1000 progress events, got ${progressLatency.length}`);
+  console.log(JSON.stringify({ figure: 'progress: ctx.progress on the worker → event read by the client (ms)', ...stats(progressLatency) }));
+
+  // 5. Disconnect → AbortSignal on the worker.
+  const abortLatency: number[] = [];
+  for (let i = 0; i < 30; i++) {
+    const marker = `bench-${i}`;
+    const k = sseCall(next(), 'tools/call', { name: 'side_effect', arguments: { marker, delaySeconds: 30 } }, { tasks: false });
+    await waitFor(() => existsSync(join(sideEffectDir, `${marker}.started`)), 10_000, 5, 'tool start');
+    await sleep(300);
+    const closedAt = Date.now();
+    k.close();
+    const abortedAt = await waitFor(() => existsSync(join(sideEffectDir, `${marker}.aborted`)) && Number(readFileSync(join(sideEffectDir, `${marker}.aborted`), 'utf8')), 10_000, 5, 'abort');
+    abortLatency.push(abortedAt - closedAt);
+  }
+  console.log(JSON.stringify({ figure: 'client closes the stream → AbortSignal fires on the worker (ms)', ...stats(abortLatency) }));
 } finally {
   await c.stop();
+  rmSync(sideEffectDir, { recursive: true, force: true });
 }
