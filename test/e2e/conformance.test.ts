@@ -3,7 +3,8 @@
  * scripts/conformance.mjs on the Node 22 in tools/conformance) against two gateways and two
  * workers behind a per-request round-robin proxy: every request of the suite, `tasks/get`
  * polls included, may land on the other replica. All 9 countable `tasks-*` scenarios must
- * pass with 0 failed checks. The first run installs tools/conformance (`npm ci`, ~10 s).
+ * pass with 0 failed checks; so must `tools-call-with-progress` (core, at 2026-07-28). The first
+ * run installs tools/conformance (`npm ci`, ~10 s).
  */
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
@@ -137,5 +138,23 @@ describe('official conformance suite, tasks-* scenarios, 2 gateways + 2 workers 
       const ups = new Set(proxy.log.filter((e) => e.mcpMethod === m).map((e) => e.upstream));
       assert.equal(ups.size, 2, `${m} reached both gateways`);
     }
+  });
+
+  it('tools-call-with-progress (--spec-version 2026-07-28, fixture test_tool_with_progress): progress relayed from a worker on a synchronous call, 0 failed (P-01, H-19)', async (t) => {
+    const out = join(ROOT, 'results', 'conformance', `e2e-progress-${new Date().toISOString().replace(/[:.]/g, '-')}`);
+    const r = (await runConformance({
+      url: proxy.url,
+      scenarios: ['tools-call-with-progress'],
+      out,
+      log: (line: string) => {
+        for (const part of line.split('\n')) t.diagnostic(part);
+        process.stderr.write(`${line}\n`);
+      },
+    })) as { ok: boolean; passed: number; failed: number; outDir: string; scenarios: ScenarioResult[] };
+    const [s] = r.scenarios;
+    assert.equal(s?.name, 'tools-call-with-progress');
+    assert.deepEqual(s!.failures, [], 'failed conformance checks');
+    assert.ok(s!.passed >= 2, `${s!.passed} checks passed (the progress check and the wire schema check)`);
+    assert.ok(r.ok, 'the scenario did not exit cleanly');
   });
 });

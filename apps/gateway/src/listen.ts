@@ -97,6 +97,10 @@ export function createTaskListen(deps: Pick<GatewayDeps, 'config' | 'log' | 'sto
     const snapshot = new Map<string, TaskRecord>();
     const reading = new Map<string, Promise<void>>();
     const dirty = new Set<string>();
+    const lastAt = new Map<string, number>();
+    // Nothing is written before the acknowledgement (S-02): messages that arrive while the
+    // stream is being set up only mark their task for a re-read once it is.
+    let ready = false;
 
     const write = (frame: string) => {
       if (closed || res.writableEnded || res.destroyed) return;
@@ -105,7 +109,9 @@ export function createTaskListen(deps: Pick<GatewayDeps, 'config' | 'log' | 'sto
     const writeMessage = (message: unknown) => write(`event: message\ndata: ${JSON.stringify(message)}\n\n`);
     const emit = (rec: TaskRecord) => {
       if (lastStatus.get(rec.taskId) === rec.status) return;
+      if (rec.lastUpdatedAt < (lastAt.get(rec.taskId) ?? 0)) return; // never a state older than one sent
       lastStatus.set(rec.taskId, rec.status);
+      lastAt.set(rec.taskId, rec.lastUpdatedAt);
       writeMessage({
         jsonrpc: '2.0',
         method: 'notifications/tasks',
@@ -115,14 +121,14 @@ export function createTaskListen(deps: Pick<GatewayDeps, 'config' | 'log' | 'sto
     /** Re-reads a task and emits on a status change; one read at a time per task. */
     const refresh = (taskId: string): void => {
       if (closed) return;
-      if (reading.has(taskId)) {
+      if (!ready || reading.has(taskId)) {
         dirty.add(taskId);
         return;
       }
       const p = store
         .get(taskId)
         .then((rec) => {
-          if (rec && rec.owner === principal) emit(rec);
+          if (rec && rec.mode === 'task' && rec.owner === principal) emit(rec);
         })
         .catch((e) => log.debug({ taskId, err: (e as Error).message }, 'listen.read_failed'))
         .finally(() => {
@@ -152,14 +158,33 @@ export function createTaskListen(deps: Pick<GatewayDeps, 'config' | 'log' | 'sto
       if (!keep.has(ids[i]!)) await unlisten.splice(i, 1)[0]!();
     }
 
+    if (res.destroyed || !res.socket || res.socket.destroyed) {
+      // The client left while the subscription was being set up.
+      closed = true;
+      await Promise.allSettled(unlisten.map((u) => u()));
+      return;
+    }
     reply.hijack();
-    res.writeHead(200, SSE_HEADERS);
+    try {
+      res.writeHead(200, SSE_HEADERS);
+    } catch (e) {
+      closed = true;
+      await Promise.allSettled(unlisten.map((u) => u()));
+      log.warn({ err: (e as Error).message }, 'listen.write_failed');
+      res.destroy();
+      return;
+    }
     writeMessage({
       jsonrpc: '2.0',
       method: 'notifications/subscriptions/acknowledged',
       params: { notifications: { taskIds: granted }, _meta: { [SUBSCRIPTION_ID_META_KEY]: subscriptionId } },
     });
     for (const rec of snapshot.values()) emit(rec);
+    ready = true;
+    for (const id of [...dirty]) {
+      dirty.delete(id);
+      if (keep.has(id)) refresh(id);
+    }
     log.info({ subscriptionId, requested: requested.length, granted: granted.length }, 'listen.opened');
 
     const keepAlive = setInterval(() => write(': keepalive\n\n'), config.sync.keepAliveMs);

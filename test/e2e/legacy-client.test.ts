@@ -1,0 +1,308 @@
+/**
+ * 2025-era clients on the 2026-07-28 service (transport digest §3 V-04..V-07, clients.md §2.1):
+ * the official `@modelcontextprotocol/client` 2.4.0 in its DEFAULT mode (`versionNegotiation`
+ * absent = `'legacy'`: a plain `initialize` handshake, no `server/discover` probe, no 2026
+ * headers) over Streamable HTTP, behind a per-request round-robin proxy in front of two
+ * gateways (two workers), so consecutive requests of one connection land on different
+ * replicas and nothing may depend on a session. Then raw checks of the same lane: GET/DELETE,
+ * the `server/discover` latency that decides whether a dual-era client stays modern, the
+ * lenient `MCP-Protocol-Version` header of the known client bug (clients.md 5c), and
+ * `initialize` at 2025-06-18 / 2025-11-25 on each gateway.
+ */
+import { after, before, describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
+import { startCluster, type Cluster } from '../support/cluster.js';
+import { rpc, TASKS, PROTOCOL_VERSION } from '../support/mcp.js';
+import { startRoundRobinProxy, type RoundRobinProxy } from '../support/round-robin-proxy.js';
+
+/** One HTTP exchange the SDK client made (recorded by its `fetch`). */
+interface Exchange {
+  httpMethod: string;
+  /** JSON-RPC method of the body (undefined for GET/DELETE or a response-only body). */
+  rpcMethod?: string;
+  requestHeaders: Record<string, string>;
+  status: number;
+  responseHeaders: Record<string, string>;
+}
+
+const headersOf = (h: ConstructorParameters<typeof Headers>[0] | undefined): Record<string, string> => {
+  const out: Record<string, string> = {};
+  new Headers(h ?? {}).forEach((v, k) => (out[k] = v));
+  return out;
+};
+
+/** An SDK client in its default mode, over the proxy, recording every exchange. */
+async function connectLegacy(url: string, capabilities: Record<string, unknown> = {}) {
+  const exchanges: Exchange[] = [];
+  const recordingFetch = async (input: string | URL, init?: RequestInit): Promise<Response> => {
+    const httpMethod = init?.method ?? 'GET';
+    let rpcMethod: string | undefined;
+    if (typeof init?.body === 'string') {
+      try {
+        rpcMethod = (JSON.parse(init.body) as { method?: string }).method;
+      } catch {
+        /* not JSON */
+      }
+    }
+    const res = await fetch(input, init);
+    exchanges.push({ httpMethod, ...(rpcMethod ? { rpcMethod } : {}), requestHeaders: headersOf(init?.headers), status: res.status, responseHeaders: headersOf(res.headers) });
+    return res;
+  };
+  const client = new Client({ name: 'legacy-sdk-client', version: '2.4.0' }, { capabilities: capabilities as never });
+  const transport = new StreamableHTTPClientTransport(new URL(url), { fetch: recordingFetch });
+  await client.connect(transport);
+  return { client, transport, exchanges };
+}
+
+const textOf = (r: { content?: unknown }) =>
+  ((r.content ?? []) as { type: string; text?: string }[])
+    .filter((c) => c.type === 'text')
+    .map((c) => c.text)
+    .join('\n');
+
+/** The body of a 2025 request exactly as a session-less 2025 client sends it (no `_meta`). */
+const legacyBody = (id: number | string, method: string, params: Record<string, unknown>) => JSON.stringify({ jsonrpc: '2.0', id, method, params });
+
+describe('2025-era clients: the official SDK client in its default mode, 2 gateways + 2 workers behind a round-robin proxy', () => {
+  let c: Cluster;
+  let proxy: RoundRobinProxy;
+  const clients: Client[] = [];
+
+  before(async () => {
+    c = await startCluster({ gateways: 2, workers: 2 });
+    proxy = await startRoundRobinProxy(c.urls);
+  });
+  after(async () => {
+    await Promise.allSettled(clients.map((cl) => cl.close()));
+    await proxy?.close();
+    await c?.stop();
+  });
+
+  // First, while both gateways are fresh: the probe a dual-era client (Claude Code v2, Copilot
+  // CLI) sends before deciding the era must be fast on every replica, or it falls back to 2025.
+  it('server/discover answers a DiscoverResult on both gateways in < 500 ms, cold and warm (V-02, D-01, clients.md §2.1)', async (t) => {
+    const figures: string[] = [];
+    for (const [i, url] of c.urls.entries()) {
+      const times: number[] = [];
+      for (let n = 0; n < 21; n++) {
+        const t0 = performance.now();
+        const r = await rpc(url, 'server/discover', {}, { tasks: false });
+        times.push(performance.now() - t0);
+        assert.equal(r.status, 200, JSON.stringify(r.body));
+        assert.equal(r.body.result?.resultType, 'complete', JSON.stringify(r.body));
+        assert.ok(r.body.result?.supportedVersions?.includes(PROTOCOL_VERSION), JSON.stringify(r.body.result));
+        assert.deepEqual(r.body.result?.capabilities?.extensions?.[TASKS], {});
+        assert.equal(typeof r.body.result?.ttlMs, 'number', 'K-01: ttlMs is mandatory');
+        assert.ok(['public', 'private'].includes(r.body.result?.cacheScope), 'K-01: cacheScope is mandatory');
+      }
+      const [cold, ...warm] = times;
+      const sorted = [...warm].sort((a, b) => a - b);
+      const median = sorted[Math.floor(sorted.length / 2)]!;
+      const max = sorted[sorted.length - 1]!;
+      figures.push(`gateway ${i + 1}: cold ${cold!.toFixed(1)} ms, warm median ${median.toFixed(1)} ms, warm max ${max.toFixed(1)} ms (n=${warm.length})`);
+      assert.ok(cold! < 500, `gateway ${i + 1}: first server/discover took ${cold!.toFixed(0)} ms`);
+      assert.ok(max < 500, `gateway ${i + 1}: a warm server/discover took ${max.toFixed(0)} ms`);
+      assert.ok(median < 100, `gateway ${i + 1}: warm median ${median.toFixed(0)} ms`);
+    }
+    for (const f of figures) t.diagnostic(`server/discover ${f}`);
+  });
+
+  it('connect() in the default mode: initialize (2025-11-25) without any session (no Mcp-Session-Id), no server/discover, no tasks offered (V-06, T-07, T-08)', async () => {
+    const before = [...proxy.counts];
+    const { client, transport, exchanges } = await connectLegacy(proxy.url);
+    clients.push(client);
+    // The default really is the 2025 era: no probe, initialize + initialized.
+    assert.equal(client.getProtocolEra(), 'legacy');
+    assert.equal(client.getNegotiatedProtocolVersion(), '2025-11-25');
+    const posts = exchanges.filter((e) => e.httpMethod === 'POST');
+    assert.deepEqual(posts.map((e) => e.rpcMethod).slice(0, 2), ['initialize', 'notifications/initialized'], JSON.stringify(exchanges.map((e) => [e.httpMethod, e.rpcMethod, e.status])));
+    assert.ok(!exchanges.some((e) => e.rpcMethod === 'server/discover'), 'the default mode never probes');
+    assert.ok(!('mcp-method' in posts[0]!.requestHeaders), 'a 2025 client sends no Mcp-Method');
+    const init = posts[0]!;
+    assert.equal(init.status, 200);
+    assert.equal(posts[1]!.status, 202, 'notifications/initialized is accepted (202)');
+    // Stateless: no session id, on any response; the client holds none.
+    for (const e of exchanges) assert.ok(!('mcp-session-id' in e.responseHeaders), `${e.httpMethod} ${e.rpcMethod ?? ''} answered with mcp-session-id`);
+    assert.equal(transport.sessionId, undefined);
+    // The standalone GET stream the 2025 client tries is refused with 405, and connect() still succeeded.
+    const gets = exchanges.filter((e) => e.httpMethod === 'GET');
+    for (const g of gets) assert.equal(g.status, 405);
+    // initialize and initialized went to different gateways (the proxy alternates per request).
+    const used = proxy.counts.map((n, i) => n - before[i]!);
+    assert.ok(used.every((n) => n >= 1), `requests per gateway during connect: ${used.join(' / ')}`);
+    // T-07, T-08: neither the legacy tasks capability nor the extension is offered under 2025-11-25.
+    const caps = client.getServerCapabilities() as Record<string, any>;
+    assert.ok(caps?.tools, JSON.stringify(caps));
+    assert.ok(!('tasks' in caps), JSON.stringify(caps));
+    assert.equal(caps.extensions?.[TASKS], undefined, JSON.stringify(caps));
+    assert.equal(client.getServerVersion()?.name, 'mcp-task-service');
+  });
+
+  it('tools/list works on both gateways with no session (the demo tools are listed with input schemas)', async () => {
+    const { client } = await connectLegacy(proxy.url);
+    clients.push(client);
+    const seen = new Set<number>();
+    for (let i = 0; i < 2; i++) {
+      const from = proxy.log.length;
+      const { tools } = await client.listTools(undefined, { cacheMode: 'bypass' });
+      const names = tools.map((x) => x.name);
+      for (const n of ['countdown', 'deep_research', 'ask_confirm', 'add']) assert.ok(names.includes(n), `${n} missing from ${names.join(', ')}`);
+      assert.equal(tools.find((x) => x.name === 'countdown')?.inputSchema?.type, 'object');
+      for (const e of proxy.log.slice(from)) if (e.method === 'POST') seen.add(e.upstream);
+    }
+    assert.equal(seen.size, 2, 'the two tools/list calls were served by the two gateways');
+  });
+
+  it('callTool countdown({seconds: 3}) with onprogress: progress 1, 2, 3 of 3 arrive while it runs, then "Countdown from 3 finished." (P-01, clients.md §2.3)', async () => {
+    const { client } = await connectLegacy(proxy.url);
+    clients.push(client);
+    const progress: { progress: number; total?: number; message?: string; at: number }[] = [];
+    const t0 = Date.now();
+    const result = await client.callTool(
+      { name: 'countdown', arguments: { seconds: 3 } },
+      { onprogress: (p) => progress.push({ ...(p as { progress: number; total?: number; message?: string }), at: Date.now() }), timeout: 20_000 },
+    );
+    const resultAt = Date.now();
+    assert.ok(!result.isError, JSON.stringify(result));
+    assert.equal(textOf(result), 'Countdown from 3 finished.');
+    assert.ok(!('taskId' in result) && (result as Record<string, unknown>).resultType !== 'task', 'a 2025 client never gets a task handle');
+    assert.deepEqual(
+      progress.map((p) => [p.progress, p.total]),
+      [
+        [1, 3],
+        [2, 3],
+        [3, 3],
+      ],
+      JSON.stringify(progress),
+    );
+    // Streamed while the tool ran (one a second), not flushed together with the result.
+    assert.ok(progress[0]!.at - t0 < 2500, `first progress after ${progress[0]!.at - t0} ms`);
+    assert.ok(resultAt - progress[0]!.at >= 1500, `first progress only ${resultAt - progress[0]!.at} ms before the result`);
+    assert.ok(progress[1]!.at - progress[0]!.at >= 500, `progress 1 → 2 in ${progress[1]!.at - progress[0]!.at} ms`);
+    for (const p of progress) assert.ok(p.at <= resultAt);
+  });
+
+  for (const [tool, args] of [
+    ['ask_confirm', { question: 'Proceed?' }],
+    ['deep_research', { topic: 'legacy clients' }],
+    ['share_report', { channel: '#legacy' }],
+  ] as const) {
+    it(`${tool} (needs elicitation) from a 2025 client that declared elicitation: an isError result that says why, no question sent, no work queued (sdk-notes §1.4)`, async () => {
+      const { client, exchanges } = await connectLegacy(proxy.url, { elicitation: {} });
+      clients.push(client);
+      let elicited = 0;
+      client.setRequestHandler('elicitation/create', async () => {
+        elicited++;
+        return { action: 'decline' };
+      });
+      const t0 = Date.now();
+      const result = await client.callTool({ name: tool, arguments: args }, { timeout: 10_000 });
+      const ms = Date.now() - t0;
+      assert.equal(result.isError, true, JSON.stringify(result));
+      const text = textOf(result);
+      assert.match(text, new RegExp(tool));
+      assert.match(text, /ask the user|question/i, text);
+      assert.match(text, /2025/, `the text names the protocol that cannot do it: ${text}`);
+      assert.match(text, /2026-07-28/, `the text says what would work: ${text}`);
+      assert.equal(elicited, 0, 'no server→client request on a per-request legacy lane');
+      assert.ok(ms < 2000, `answered in ${ms} ms (no worker round trip)`);
+      const call = exchanges.find((e) => e.rpcMethod === 'tools/call');
+      assert.equal(call?.status, 200);
+      // Refused before any task record or job was created.
+      for (const g of c.gateways) assert.ok(!g.logs.some((l) => l.msg === 'task.created' && l.tool === tool), `${tool} created a task record`);
+    });
+  }
+
+  it('tasks/get, tasks/update, tasks/cancel through the SDK client on the 2025 lane are -32601 on both gateways (T-07: no tasks under 2025-11-25)', async () => {
+    const { client, exchanges } = await connectLegacy(proxy.url);
+    clients.push(client);
+    const { z } = await import('zod');
+    const taskId = '00000000-0000-4000-8000-000000000000';
+    for (const [method, params] of [
+      ['tasks/get', { taskId }],
+      ['tasks/update', { taskId, inputResponses: {} }],
+      ['tasks/cancel', { taskId }],
+    ] as const) {
+      for (let i = 0; i < 2; i++) {
+        await assert.rejects(client.request({ method, params }, z.object({}).passthrough()), (e: Error & { code?: number }) => {
+          assert.equal(e.code, -32601, `${method}: ${e.name}: ${e.message}`);
+          return true;
+        });
+      }
+    }
+    // The server answered them (the SDK did not refuse locally).
+    const sent = exchanges.filter((e) => e.rpcMethod?.startsWith('tasks/'));
+    assert.equal(sent.length, 6, JSON.stringify(sent.map((e) => [e.rpcMethod, e.status])));
+  });
+
+  it('DELETE (session termination) and GET with a made-up Mcp-Session-Id on /mcp → 405 -32000 on both gateways (H-02)', async () => {
+    for (const url of c.urls) {
+      for (const method of ['DELETE', 'GET']) {
+        const r = await fetch(url, {
+          method,
+          headers: { accept: 'application/json, text/event-stream', 'mcp-session-id': 'no-such-session', 'mcp-protocol-version': '2025-11-25' },
+        });
+        const text = await r.text();
+        assert.equal(r.status, 405, `${method} ${url}: ${r.status} ${text}`);
+        assert.equal(r.headers.get('mcp-session-id'), null);
+        assert.equal((JSON.parse(text) as { error?: { code: number } }).error?.code, -32000, text);
+      }
+    }
+  });
+
+  for (const header of ['2026-07-28', '2025-11-25']) {
+    it(`a 2025 tools/call (no _meta, no session) with MCP-Protocol-Version: ${header} works on both gateways: 200 and the result${header === '2026-07-28' ? ' (clients.md 5c, the known client bug)' : ''}`, async () => {
+      for (const [i, url] of c.urls.entries()) {
+        const inline = await rpc(url, 'tools/call', {}, {
+          rawBody: legacyBody(100 + i, 'tools/call', { name: 'add', arguments: { a: 2, b: 3 } }),
+          headers: { 'mcp-protocol-version': header, 'mcp-method': null },
+        });
+        assert.equal(inline.status, 200, `gateway ${i + 1}: ${inline.status} ${JSON.stringify(inline.body)}`);
+        assert.equal(inline.body.id, 100 + i);
+        assert.equal(inline.body.error, undefined, JSON.stringify(inline.body));
+        assert.equal(textOf(inline.body.result!), '5');
+        assert.equal(inline.headers.get('mcp-session-id'), null);
+      }
+      // A worker tool on the same lane: the plain CallToolResult, never a task.
+      const worker = await rpc(c.urls[1]!, 'tools/call', {}, {
+        rawBody: legacyBody(200, 'tools/call', { name: 'countdown', arguments: { seconds: 1 } }),
+        headers: { 'mcp-protocol-version': header, 'mcp-method': null },
+      });
+      assert.equal(worker.status, 200, JSON.stringify(worker.body));
+      assert.equal(textOf(worker.body.result!), 'Countdown from 1 finished.');
+      assert.ok(!('taskId' in worker.body.result!));
+    });
+  }
+
+  it('initialize with protocolVersion 2025-06-18 and 2025-11-25 works on either gateway, and the next request may go to the other one', async () => {
+    for (const version of ['2025-06-18', '2025-11-25']) {
+      for (const [i, url] of c.urls.entries()) {
+        const other = c.urls[(i + 1) % c.urls.length]!;
+        const init = await rpc(url, 'initialize', {}, {
+          rawBody: legacyBody(1, 'initialize', { protocolVersion: version, capabilities: { elicitation: {} }, clientInfo: { name: 'old-client', version: '1.0.0' } }),
+          headers: { 'mcp-protocol-version': null, 'mcp-method': null },
+        });
+        assert.equal(init.status, 200, `${version} on gateway ${i + 1}: ${JSON.stringify(init.body)}`);
+        assert.equal(init.body.result?.protocolVersion, version, JSON.stringify(init.body));
+        assert.equal(init.body.result?.serverInfo?.name, 'mcp-task-service');
+        assert.equal(init.body.result?.capabilities?.extensions?.[TASKS], undefined);
+        assert.equal(init.headers.get('mcp-session-id'), null);
+        // The rest of the handshake and a first request, on the other replica.
+        const initialized = await fetch(other, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream', 'mcp-protocol-version': version },
+          body: JSON.stringify({ jsonrpc: '2.0', method: 'notifications/initialized' }),
+        });
+        assert.equal(initialized.status, 202);
+        await initialized.body?.cancel();
+        const list = await rpc(other, 'tools/list', {}, {
+          rawBody: legacyBody(2, 'tools/list', {}),
+          headers: { 'mcp-protocol-version': version, 'mcp-method': null },
+        });
+        assert.equal(list.status, 200, JSON.stringify(list.body));
+        assert.ok((list.body.result?.tools as { name: string }[]).some((x) => x.name === 'countdown'));
+      }
+    }
+  });
+});
