@@ -264,7 +264,9 @@ export function createServerFactory(deps: GatewayDeps): McpServerFactory {
       const rows = await store.readProgress(taskId, relay.lastId).catch(() => []);
       if (!signal.aborted) await relay.push(rows);
     };
-    await events.subscribe(channel);
+    // Watching from before the first read: a message that arrives while this loop reads or
+    // writes is kept for the next wait, not lost.
+    const watch = await events.watch(channel);
     // This request holds the call; renewing tells the reconciler it is still here (a killed
     // gateway stops renewing, and its call is cancelled).
     const renewEvery = Math.max(500, Math.floor(config.worker.syncHolderTimeoutMs / 3));
@@ -331,14 +333,14 @@ export function createServerFactory(deps: GatewayDeps): McpServerFactory {
               }
               continue; // it ended meanwhile: answer normally
             }
-            await events.next(channel, Math.min(1000, relay.heartbeatDueIn(), Math.max(0, deadline - Date.now())), signal);
+            await watch.wait(Math.min(1000, relay.heartbeatDueIn(), Math.max(0, deadline - Date.now())), signal);
           }
         }
       }
     } finally {
       relay.close();
       if (holding) await store.renewHolder(taskId, -1).catch(() => 0);
-      await events.release(channel);
+      await watch.close();
     }
   }
 

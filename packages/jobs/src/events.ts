@@ -1,12 +1,19 @@
 /**
- * Per-process subscriber for task status channels (`<prefix>:task:<taskId>`), used by a
- * gateway holding a synchronous request open. Messages are hints (D5): the waiter re-reads
- * the record on every message and at least every `pollMs`, so a lost message costs at most
- * `pollMs`. Listeners exist only while a request waits (no per-task memory otherwise, B-16).
+ * Per-process subscriber for task channels (`<prefix>:task:<taskId>`), used by a gateway
+ * holding a synchronous request or a task listen stream open. Messages are hints (D5): the
+ * holder re-reads the record on every message and at least every second (sync) or 5 s
+ * (listen), so a lost message costs at most that. Listeners exist only while a request is
+ * open (no per-task memory otherwise, B-16).
  */
 import type { Redis } from 'ioredis';
 
 type Listener = () => void;
+
+/** A watch on one channel (see `TaskEvents.watch`). */
+export interface ChannelWatch {
+  wait(timeoutMs: number, signal?: AbortSignal): Promise<void>;
+  close(): Promise<void>;
+}
 
 export class TaskEvents {
   private readonly listeners = new Map<string, Set<Listener>>();
@@ -39,23 +46,36 @@ export class TaskEvents {
   }
 
   /**
-   * Resolves on the next message on `channel`, after `timeoutMs`, or when `signal` aborts,
-   * whichever comes first. Never rejects.
+   * Watches `channel` from now on: `wait()` resolves at once when a message arrived since the
+   * previous `wait()` (none is lost between two waits), else on the next message, after
+   * `timeoutMs`, or when `signal` aborts. Subscribed when this resolves; `close()` releases it.
    */
-  async next(channel: string, timeoutMs: number, signal?: AbortSignal): Promise<void> {
-    await this.subscribe(channel);
-    const listeners = this.listeners.get(channel)!;
-    await new Promise<void>((resolve) => {
-      const done = () => {
-        clearTimeout(timer);
-        listeners.delete(done);
-        signal?.removeEventListener('abort', done);
-        resolve();
-      };
-      const timer = setTimeout(done, timeoutMs);
-      listeners.add(done);
-      signal?.addEventListener('abort', done, { once: true });
+  async watch(channel: string): Promise<ChannelWatch> {
+    let pending = false;
+    let wake: (() => void) | undefined;
+    const stop = await this.listen(channel, () => {
+      pending = true;
+      wake?.();
     });
+    return {
+      async wait(timeoutMs: number, signal?: AbortSignal): Promise<void> {
+        if (!pending && !signal?.aborted) {
+          await new Promise<void>((resolve) => {
+            const done = () => {
+              clearTimeout(timer);
+              wake = undefined;
+              signal?.removeEventListener('abort', done);
+              resolve();
+            };
+            const timer = setTimeout(done, timeoutMs);
+            wake = done;
+            signal?.addEventListener('abort', done, { once: true });
+          });
+        }
+        pending = false;
+      },
+      close: stop,
+    };
   }
 
   /** Drops the subscription of `channel` when nobody waits on it any more. */

@@ -12,7 +12,7 @@ import type { Redis } from 'ioredis';
 import { stepJobId } from '@mcp-tasks/task-store';
 
 export * from './redis.js';
-export { TaskEvents } from './events.js';
+export { TaskEvents, type ChannelWatch } from './events.js';
 
 export const TOOLS_QUEUE = 'tools';
 export const MAINTENANCE_QUEUE = 'maintenance';
