@@ -139,7 +139,7 @@ describe('loadConfig errors: ConfigError, one line, naming the variable', () => 
     ['SYNC_BUDGET_MS_BY_TOOL', '{"countdown":"3s"}'],
     ['SYNC_BUDGET_MS_BY_TOOL', '{"countdown":10}'],
     ['PROGRESS_HEARTBEAT_MS', '31000'],
-    ['SSE_KEEPALIVE_MS', '26000'],
+    ['SSE_KEEPALIVE_MS', '20001'],
   ];
   for (const [name, value] of bad) {
     it(`${name}=${JSON.stringify(value)} is rejected`, () => {
@@ -154,10 +154,10 @@ describe('loadConfig errors: ConfigError, one line, naming the variable', () => 
 
 describe('synchronous calls', () => {
   it('per-tool budgets are parsed from JSON; heartbeat and keep-alive accept their maximum', () => {
-    const c = loadConfig({ SYNC_BUDGET_MS_BY_TOOL: '{"countdown":3000,"slow_echo":120000}', PROGRESS_HEARTBEAT_MS: '30000', SSE_KEEPALIVE_MS: '25000' });
+    const c = loadConfig({ SYNC_BUDGET_MS_BY_TOOL: '{"countdown":3000,"slow_echo":120000}', PROGRESS_HEARTBEAT_MS: '30000', SSE_KEEPALIVE_MS: '20000' });
     assert.deepEqual(c.sync.budgetMsByTool, { countdown: 3000, slow_echo: 120_000 });
     assert.equal(c.sync.progressHeartbeatMs, 30_000);
-    assert.equal(c.sync.keepAliveMs, 25_000);
+    assert.equal(c.sync.keepAliveMs, 20_000);
   });
 });
 

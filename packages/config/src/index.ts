@@ -91,8 +91,8 @@ const schema = z.object({
   PROGRESS_MIN_INTERVAL_MS: intMs(200, 0),
   /** A synchronous call with a progressToken gets a progress notification at least this often (client idle timers). Max 30 s. */
   PROGRESS_HEARTBEAT_MS: z.coerce.number().int().min(1000).max(30_000).default(15_000),
-  /** SSE comment keep-alive interval on every stream (H-22, B-10). Max 25 s. */
-  SSE_KEEPALIVE_MS: z.coerce.number().int().min(1000).max(25_000).default(15_000),
+  /** SSE comment keep-alive interval on every stream (H-22, B-10). Max 20 s: a margin under the 25 s proxies are told to expect. */
+  SSE_KEEPALIVE_MS: z.coerce.number().int().min(1000).max(20_000).default(15_000),
   /** `testing` tool set only: directory where `side_effect` writes its marker files. */
   TESTING_SIDE_EFFECT_DIR: z.string().optional(),
   /** `deep_research`: length of each of its two phases. */
