@@ -15,12 +15,18 @@
  * | -32601  | 404  | unknown method, `tasks/list`, `tasks/result`                | H-13, T-47  |
  * | -32602  | 400  | required `_meta` missing                                    | B-05, T-50  |
  * | -32602  | 200  | unknown tool, bad arguments, unknown/expired/foreign task   | T-33, T-37  |
- * | -32603  | 200  | internal error while handling                               | JSON-RPC    |
+ * | -32603  | 200  | internal error while handling; listen limit (1,024/process) | JSON-RPC    |
+ * | -32602  | 200  | `subscriptions/listen` `taskIds` not an array of ≤100 strings | T-39      |
  * | -32603  | 503  | Redis unreachable or not answering (with `Retry-After`)     | D10         |
  * | -32020  | 400  | `MCP-Protocol-Version` / `Mcp-Method` / `Mcp-Name` mismatch | H-11, H-15  |
  * | -32021  | 400  | client capability missing (tasks extension, elicitation)    | T-04, T-05, T-49, B-07 |
  * | -32022  | 400  | unsupported protocol version                                | H-12        |
  * | (none)  | 431  | request headers too large (Node)                            | B-03        |
+ *
+ * A synchronous call's errors travel in its SSE stream (HTTP 200 already sent), except the
+ * ones decided before the stream opens (`-32021`, bad arguments, unknown tool: app.ts
+ * `isSyncCall`). `task_status` answers an unknown or foreign id with an `isError` result, not
+ * an error (spec transport §11: an unknown handle is a tool execution error).
  */
 import { ProtocolError } from '@modelcontextprotocol/server';
 
