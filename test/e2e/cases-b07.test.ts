@@ -71,7 +71,8 @@ describe('B-07: worker death and rolling deploys', () => {
     await sleep(Math.max(0, logTime(started) + 3000 - Date.now()));
     const mid = await getTask(next(), taskId);
     assert.equal(mid.body.result!.status, 'working');
-    assert.match(mid.body.result!.statusMessage ?? '', /slept [1-4] of 8 s/, 'the job was running on W1 when it died');
+    // Any point before the end will do (W2's start may take a few seconds on a loaded machine).
+    assert.match(mid.body.result!.statusMessage ?? '', /slept [1-7] of 8 s/, 'the job was running on W1 when it died');
     const killedAt = Date.now();
     await W1.kill();
 
