@@ -46,7 +46,7 @@ export interface AppDeps extends GatewayDeps {
 /** Methods whose handling needs Redis: answered 503 + Retry-After while it is unreachable (D10). */
 const NEEDS_REDIS = new Set(['tasks/get', 'tasks/update', 'tasks/cancel']);
 
-export function buildApp(deps: AppDeps): FastifyInstance & { closeMcp(): Promise<void>; closeListens(): void; startDrain(): void } {
+export function buildApp(deps: AppDeps): FastifyInstance & { closeMcp(): Promise<void>; closeListens(): void; handOffSync(): void; startDrain(): void } {
   const { config, log, redis, registry, redisHealth } = deps;
   const app = Fastify({
     // Per-request access logs are off (level warn); the MCP handlers log task events.
@@ -196,6 +196,7 @@ export function buildApp(deps: AppDeps): FastifyInstance & { closeMcp(): Promise
       await Promise.allSettled([handler.close(), streamHandler.close()]);
     },
     closeListens: () => taskListen.closeAll(),
+    handOffSync: () => factory.handOffAll(),
     startDrain: () => {
       draining = true;
     },

@@ -67,12 +67,15 @@ async function main() {
     app.startDrain();
     await new Promise((r) => setTimeout(r, config.worker.drainDelayMs).unref());
     // Listen streams never finish by themselves: end them cleanly (final result, spec
-    // transport §5) so clients reopen them on another replica. Then stop accepting, let
-    // in-flight requests finish for up to SHUTDOWN_GRACE_MS, then abort what is left (their
-    // synchronous jobs are cancelled, C-01).
+    // transport §5) so clients reopen them on another replica. Then stop accepting and let
+    // in-flight requests finish for up to SHUTDOWN_GRACE_MS. A synchronous call still running
+    // then ends with the hand-off result (its work continues as a task, followed with
+    // task_status) instead of being cancelled; whatever is left after that is aborted.
     app.closeListens();
     const closing = app.close();
     await Promise.race([closing, new Promise((r) => setTimeout(r, config.worker.shutdownGraceMs).unref())]);
+    app.handOffSync();
+    await Promise.race([closing, new Promise((r) => setTimeout(r, 2000).unref())]);
     await app.closeMcp().catch(() => undefined);
     await Promise.race([closing, new Promise((r) => setTimeout(r, 2000).unref())]);
     redisHealth.stop();

@@ -118,9 +118,14 @@ function missingCaps(required: Record<string, unknown> | undefined, caps: Record
 
 const digest = (v: unknown) => createHash('sha256').update(JSON.stringify(v ?? {})).digest('base64url').slice(0, 22);
 
-/** Builds the per-request server factory. Expensive things live in `deps`, built once. */
-export function createServerFactory(deps: GatewayDeps): McpServerFactory {
+/**
+ * Builds the per-request server factory. Expensive things live in `deps`, built once.
+ * `handOffAll()` (shutdown) makes every synchronous call still running end at once with the
+ * budget hand-off result: its work goes on as a task instead of being cancelled.
+ */
+export function createServerFactory(deps: GatewayDeps): McpServerFactory & { handOffAll(): void } {
   const { config, store, queues, events, registry, log } = deps;
+  const handoffNow = new AbortController();
   const codec = createRequestStateCodec<RequestStatePayload>({
     key: config.requestState.key,
     ttlSeconds: config.requestState.ttlSeconds,
@@ -267,6 +272,7 @@ export function createServerFactory(deps: GatewayDeps): McpServerFactory {
     // Watching from before the first read: a message that arrives while this loop reads or
     // writes is kept for the next wait, not lost.
     const watch = await events.watch(channel);
+    const wake = AbortSignal.any([signal, handoffNow.signal]);
     // This request holds the call; renewing tells the reconciler it is still here (a killed
     // gateway stops renewing, and its call is cancelled).
     const renewEvery = Math.max(500, Math.floor(config.worker.syncHolderTimeoutMs / 3));
@@ -325,15 +331,15 @@ export function createServerFactory(deps: GatewayDeps): McpServerFactory {
           default: {
             await pump();
             await relay.heartbeat();
-            if (Date.now() >= deadline) {
-              const handed = await handOff(rec, tool, budgetMs, ctx);
+            if (Date.now() >= deadline || handoffNow.signal.aborted) {
+              const handed = await handOff(rec, tool, budgetMs, ctx, handoffNow.signal.aborted ? 'shutdown' : 'budget');
               if (handed) {
                 relay.close();
                 return handed;
               }
               continue; // it ended meanwhile: answer normally
             }
-            await watch.wait(Math.min(1000, relay.heartbeatDueIn(), Math.max(0, deadline - Date.now())), signal);
+            await watch.wait(Math.min(1000, relay.heartbeatDueIn(), Math.max(0, deadline - Date.now())), wake);
           }
         }
       }
@@ -345,25 +351,27 @@ export function createServerFactory(deps: GatewayDeps): McpServerFactory {
   }
 
   /**
-   * The budget ran out (D1): the task continues in `task` mode for the same owner and the call
-   * ends with a result that tells the model which tool to call with which id.
+   * The budget ran out (D1), or this gateway is shutting down: the task continues in `task`
+   * mode for the same owner and the call ends with a result that tells the model which tool to
+   * call with which id.
    * @returns the result, or undefined when the task ended meanwhile (answer it normally).
    */
-  async function handOff(rec: TaskRecord, tool: ToolDefinition, budgetMs: number, ctx: ServerContext) {
+  async function handOff(rec: TaskRecord, tool: ToolDefinition, budgetMs: number, ctx: ServerContext, why: 'budget' | 'shutdown') {
     const d = await store.detachSync(rec.taskId).catch(() => ({ code: 'gone' as const }));
     if (d.code === 'terminal') return undefined;
     if (d.code !== 'ok') throw new ProtocolError(ErrorCode.InternalError, 'The task record expired before the tool finished');
     // D4: if this result never reaches the client, nobody knows the id: cancel then.
     exchangeOf(ctx).createdTaskId = rec.taskId;
-    log.info({ taskId: rec.taskId, tool: tool.name, budgetMs }, 'sync.handed_off');
+    log.info({ taskId: rec.taskId, tool: tool.name, budgetMs, why }, 'sync.handed_off');
     const secs = Math.round(budgetMs / 1000);
     const latest = rec.statusMessage ? ` Latest progress: ${rec.statusMessage}.` : '';
+    const because = why === 'budget' ? `is still running after ${secs} s` : 'is still running and the server holding this call is restarting';
     return {
       content: [
         {
           type: 'text',
           text:
-            `${tool.name} is still running after ${secs} s, so it continues in the background as task ${rec.taskId}.${latest} ` +
+            `${tool.name} ${because}, so it continues in the background as task ${rec.taskId}.${latest} ` +
             `To check on it and get its result when it is done, call the tool ${TASK_STATUS_TOOL} with {"taskId":"${rec.taskId}"}. ` +
             `It keeps its result for ${Math.round(rec.ttlMs / 3_600_000)} h.`,
         },
@@ -520,7 +528,7 @@ export function createServerFactory(deps: GatewayDeps): McpServerFactory {
     return rec;
   }
 
-  return ({ era }) => {
+  const factory: McpServerFactory = ({ era }) => {
     const server = new Server(SERVER_INFO, {
       // The extension exists only on the 2026-07-28 wire (T-07); 2025 clients never get tasks.
       capabilities: era === 'modern' ? { tools: {}, extensions: { [TASKS_EXTENSION]: {} } } : { tools: {} },
@@ -568,4 +576,10 @@ export function createServerFactory(deps: GatewayDeps): McpServerFactory {
 
     return server;
   };
+  return Object.assign(factory, {
+    handOffAll: () => {
+      if (!handoffNow.signal.aborted) log.info('sync.hand_off_all');
+      handoffNow.abort();
+    },
+  });
 }
