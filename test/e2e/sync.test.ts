@@ -85,6 +85,24 @@ describe('synchronous calls (no Tasks extension on the request)', () => {
     await waitFor(() => c.workers.some((w) => w.logs.some((l) => l.msg === 'step.cancelled' && l.taskId === task.taskId)), 3000, 50, 'the worker stopped the tool');
   });
 
+  it('a killed gateway\'s call is cancelled within SYNC_HOLDER_TIMEOUT_MS + RECONCILE_INTERVAL_MS, however long RECONCILE_AFTER_MS is', async () => {
+    const c2 = await startCluster({ gateways: 1, workers: 1, env: { RECONCILE_AFTER_MS: '20000', SYNC_HOLDER_TIMEOUT_MS: '3000', RECONCILE_INTERVAL_MS: '1000' } });
+    try {
+      const g = c2.gateways[0]!;
+      const pending = callTool(g.url!, 'slow_echo', { seconds: 60, text: 'orphan2' }, { tasks: false }).catch((e) => e);
+      const started = await c2.workers[0]!.waitLog((l) => l.msg === 'step.started', 10_000);
+      await g.kill();
+      await pending;
+      const killedAt = Date.now();
+      const key = `${c2.prefix}:{t:${started.taskId}}:task`;
+      await waitFor(async () => (await c2.redis.hget(key, 'status')) === 'cancelled', 15_000, 100, 'the orphaned call to be cancelled');
+      const took = Date.now() - killedAt;
+      assert.ok(took < 3000 + 1000 + 3000, `cancelled ${took} ms after the kill (hold 3 s + one 1 s pass, with slack; RECONCILE_AFTER_MS is 20 s)`);
+    } finally {
+      await c2.stop();
+    }
+  });
+
   it('deep_research without the extension: MRTR input_required, then the report on the retry (D2)', async () => {
     const first = await callTool(c.urls[0]!, 'deep_research', { topic: 'bees' }, { tasks: false });
     assert.equal(first.body.result?.resultType, 'input_required', JSON.stringify(first.body));

@@ -90,6 +90,14 @@ describe('ProgressRelay', () => {
     assert.equal(sent.at(-1)!.progress, 4, 'the next real report still gets through after many heartbeats');
   });
 
+  it('heartbeat after the tool reported all of total: still increasing, never above total (total left out)', async () => {
+    const { r, sent } = relay('t', 1000, 0);
+    await r.push([row(1, { progress: 10, total: 10 })], 0);
+    await r.heartbeat(1000);
+    await r.heartbeat(2000);
+    assert.deepEqual(sent.map((p) => [p.progress, p.total]), [[10, 10], [10.001, undefined], [10.002, undefined]]);
+  });
+
   it('heartbeat without a total still increases', async () => {
     const start = 0;
     const { r, sent } = relay('t', 1000, start);

@@ -8,7 +8,8 @@
  *     granted: well-formed, existing, `task` mode and owned by the caller (T-44; anything else
  *     is silently left out, exactly like an unknown id). Nothing precedes it (S-02).
  *  2. `notifications/tasks` with the full `DetailedTask` (what `tasks/get` returns) for each
- *     granted id: once with its current state, then on every status change, whichever worker
+ *     granted id: once with its current state, then on every change of status or step (a new
+ *     round of questions is a new step), whichever worker
  *     made it and whichever gateway holds this stream (the task's Redis channel, re-read on
  *     every message and every `RECHECK_MS` as a backstop, D5). No progress or log
  *     notifications on this stream (T-41, H-24).
@@ -91,6 +92,7 @@ export function createTaskListen(deps: Pick<GatewayDeps, 'config' | 'log' | 'sto
     const res = reply.raw;
     let closed = false;
     const lastStatus = new Map<string, string>();
+    const lastState = new Map<string, string>();
     const unlisten: (() => Promise<void>)[] = [];
     const ids = [...new Set(requested as string[])].filter(isWellFormedTaskId);
     const granted: string[] = [];
@@ -108,8 +110,12 @@ export function createTaskListen(deps: Pick<GatewayDeps, 'config' | 'log' | 'sto
     };
     const writeMessage = (message: unknown) => write(`event: message\ndata: ${JSON.stringify(message)}\n\n`);
     const emit = (rec: TaskRecord) => {
-      if (lastStatus.get(rec.taskId) === rec.status) return;
+      // A state is its status and step: a gateway that reads too late to see the `working`
+      // between two questions still sees the second question (a new step).
+      const state = `${rec.status}|${rec.step}`;
+      if (lastState.get(rec.taskId) === state) return;
       if (rec.lastUpdatedAt < (lastAt.get(rec.taskId) ?? 0)) return; // never a state older than one sent
+      lastState.set(rec.taskId, state);
       lastStatus.set(rec.taskId, rec.status);
       lastAt.set(rec.taskId, rec.lastUpdatedAt);
       writeMessage({

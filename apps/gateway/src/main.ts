@@ -46,6 +46,8 @@ async function main() {
   const queues = new JobQueues(redis, config.keyPrefix, config.task.ttlMs, (err) => log.warn({ err: err.message }, 'queue.error'));
   const events = new TaskEvents(sub);
   const registry = createRegistry(config.toolsets, [taskStatusTool]);
+  const unknownBudgets = Object.keys(config.sync.budgetMsByTool).filter((name) => !registry.get(name));
+  if (unknownBudgets.length) log.warn({ tools: unknownBudgets }, 'config.sync_budget_unknown_tools: SYNC_BUDGET_MS_BY_TOOL names tools that are not enabled (MCP_TOOLSETS)');
   const redisHealth = watchRedis(redis);
   const app = buildApp({ config, log, store, queues, events, registry, redis, redisHealth });
 

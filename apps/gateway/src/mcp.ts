@@ -116,6 +116,26 @@ function missingCaps(required: Record<string, unknown> | undefined, caps: Record
   return Object.keys(missing).length ? missing : undefined;
 }
 
+/**
+ * The part of a request's client capabilities a task keeps for its life (what input its tool
+ * may ask for): `elicitation`, `sampling`, `roots` (each `{}` if larger than 1 KB) and the
+ * names of declared extensions. The rest is dropped, so a client cannot park megabytes of
+ * `_meta` in Redis for the task's TTL.
+ */
+export function storedCapabilities(caps: Record<string, unknown>): Record<string, unknown> {
+  const out: Record<string, unknown> = {};
+  for (const k of ['elicitation', 'sampling', 'roots']) {
+    const v = caps[k];
+    if (v === undefined || v === null || typeof v !== 'object') continue;
+    out[k] = JSON.stringify(v).length <= 1024 ? v : {};
+  }
+  const ext = caps.extensions;
+  if (ext && typeof ext === 'object') {
+    out.extensions = Object.fromEntries(Object.keys(ext).filter((n) => n.length <= 200).slice(0, 20).map((n) => [n, {}]));
+  }
+  return out;
+}
+
 const digest = (v: unknown) => createHash('sha256').update(JSON.stringify(v ?? {})).digest('base64url').slice(0, 22);
 
 /**
@@ -189,7 +209,7 @@ export function createServerFactory(deps: GatewayDeps): McpServerFactory & { han
         mode,
         ttlMs: config.task.ttlMs,
         pollIntervalMs: config.task.pollIntervalMs,
-        clientCapabilities: caps,
+        clientCapabilities: storedCapabilities(caps),
       }, taskId);
     } catch (e) {
       log.error({ err: (e as Error).message, taskId, tool: tool.name }, 'task.create_failed');
@@ -200,7 +220,7 @@ export function createServerFactory(deps: GatewayDeps): McpServerFactory & { han
     }
     // Indexed for the reconciler before the enqueue: a gateway that dies right here leaves a
     // record the reconciler finds ("job lost") rather than one nobody looks at.
-    store.scheduleReconcile(rec.taskId, config.worker.reconcileAfterMs, config.task.ttlMs).catch(() => undefined);
+    store.scheduleReconcile(rec.taskId, firstCheckMs(mode), config.task.ttlMs).catch(() => undefined);
     try {
       await queues.enqueueStep(rec.taskId, 1);
     } catch (e) {
@@ -288,9 +308,10 @@ export function createServerFactory(deps: GatewayDeps): McpServerFactory & { han
           relay.close();
           // C-01: the client closed the request. Another request may hold the same call (a
           // retry sent twice): cancel only when this was the last holder.
-          const left = holding ? await store.renewHolder(taskId, -1).catch(() => 0) : 0;
+          // -1 = no longer a synchronous call (handed off: only tasks/cancel ends it now).
+          const left = holding ? await store.renewHolder(taskId, -1).catch(() => -1) : -1;
           holding = false;
-          if (left <= 0) await store.requestCancel(taskId, 'Cancelled: the client closed the request').catch(() => undefined);
+          if (left === 0) await store.requestCancel(taskId, 'Cancelled: the client closed the request').catch(() => undefined);
           log.info({ taskId, tool: tool.name, holdersLeft: left, afterMs: Date.now() - started }, 'sync.disconnected');
           throw new ProtocolError(ErrorCode.InternalError, 'Request cancelled by client disconnect');
         }
@@ -359,13 +380,19 @@ export function createServerFactory(deps: GatewayDeps): McpServerFactory & { han
   async function handOff(rec: TaskRecord, tool: ToolDefinition, budgetMs: number, ctx: ServerContext, why: 'budget' | 'shutdown') {
     const d = await store.detachSync(rec.taskId).catch(() => ({ code: 'gone' as const }));
     if (d.code === 'terminal') return undefined;
-    if (d.code !== 'ok') throw new ProtocolError(ErrorCode.InternalError, 'The task record expired before the tool finished');
-    // D4: if this result never reaches the client, nobody knows the id: cancel then.
-    exchangeOf(ctx).createdTaskId = rec.taskId;
-    log.info({ taskId: rec.taskId, tool: tool.name, budgetMs, why }, 'sync.handed_off');
+    // `not_sync`: another request holding the same call (a retry sent twice) handed it off.
+    if (d.code === 'gone') throw new ProtocolError(ErrorCode.InternalError, 'The task record expired before the tool finished');
+    // D4: if this result never reaches the client, nobody knows the id: cancel then (not when
+    // another request handed it off: that one carries the id).
+    if (d.code === 'ok') exchangeOf(ctx).createdTaskId = rec.taskId;
+    log.info({ taskId: rec.taskId, tool: tool.name, budgetMs, why, detached: d.code }, 'sync.handed_off');
     const secs = Math.round(budgetMs / 1000);
+    return handedOffResult(rec, tool, why === 'budget' ? `is still running after ${secs} s` : 'is still running and the server holding this call is restarting');
+  }
+
+  /** The result that hands a running call over to `task_status` (D1): plain words + `structuredContent.next`. */
+  function handedOffResult(rec: TaskRecord, tool: ToolDefinition, because: string) {
     const latest = rec.statusMessage ? ` Latest progress: ${rec.statusMessage}.` : '';
-    const because = why === 'budget' ? `is still running after ${secs} s` : 'is still running and the server holding this call is restarting';
     return {
       content: [
         {
@@ -378,7 +405,7 @@ export function createServerFactory(deps: GatewayDeps): McpServerFactory & { han
       ],
       structuredContent: {
         taskId: rec.taskId,
-        status: d.status,
+        status: rec.status,
         ...(rec.statusMessage ? { statusMessage: rec.statusMessage } : {}),
         pollIntervalMs: rec.pollIntervalMs,
         next: { tool: TASK_STATUS_TOOL, arguments: { taskId: rec.taskId } },
@@ -496,6 +523,16 @@ export function createServerFactory(deps: GatewayDeps): McpServerFactory & { han
   async function resumeSync(taskId: string, tool: ToolDefinition, args: unknown, ctx: ServerContext, caps: Record<string, unknown>, responses: Record<string, unknown>) {
     const rec = await store.get(taskId);
     if (!rec || rec.owner !== exchangeOf(ctx).principal) throw invalidParams('requestState refers to a call that no longer exists');
+    if (rec.mode !== 'sync') {
+      // Handed off meanwhile (budget, or the gateway that held it shut down): it is a task
+      // now. Answers still count; the caller follows it with task_status.
+      if (rec.status === 'input_required') {
+        validateInputResponses(rec.inputRequests, responses);
+        const r = await store.applyInputResponses(taskId, responses);
+        if (r.code === 'resumed') await resumeStep(taskId, r.step);
+      }
+      return handedOffResult((await store.get(taskId)) ?? rec, tool, 'continues in the background');
+    }
     // Relay only what the next step reports.
     const fromId = await store.lastProgressId(taskId).catch(() => '0');
     if (rec.status === 'input_required') {
@@ -504,20 +541,28 @@ export function createServerFactory(deps: GatewayDeps): McpServerFactory & { han
       // working synchronous call with a stale holder.
       await store.renewHolder(taskId, 0);
       const r = await store.applyInputResponses(taskId, responses);
-      if (r.code === 'resumed') await resumeStep(taskId, r.step);
+      if (r.code === 'resumed') await resumeStep(taskId, r.step, 'sync');
     }
     return waitSync(taskId, tool, args, ctx, caps, fromId);
   }
 
+  /**
+   * When the reconciler first looks at a task (ms from now): a synchronous call as soon as its
+   * hold could have lapsed (a dead gateway's call is cancelled within SYNC_HOLDER_TIMEOUT_MS +
+   * RECONCILE_INTERVAL_MS), any task after RECONCILE_AFTER_MS.
+   */
+  const firstCheckMs = (mode: 'task' | 'sync') =>
+    mode === 'sync' ? Math.min(config.worker.reconcileAfterMs, config.worker.syncHolderTimeoutMs + 1) : config.worker.reconcileAfterMs;
+
   /** Enqueues the next step after the last answer (D2); the reconciler covers a lost enqueue. */
-  async function resumeStep(taskId: string, step: number) {
+  async function resumeStep(taskId: string, step: number, mode: 'task' | 'sync' = 'task') {
     try {
       await queues.enqueueStep(taskId, step);
     } catch (e) {
       log.error({ err: (e as Error).message, taskId, step }, 'task.resume_enqueue_failed');
     }
     queues.cancelInputTimeout(taskId, step - 1).catch(() => undefined);
-    store.scheduleReconcile(taskId, config.worker.reconcileAfterMs, config.task.ttlMs).catch(() => undefined);
+    store.scheduleReconcile(taskId, firstCheckMs(mode), config.task.ttlMs).catch(() => undefined);
   }
 
   /** Reads a task the caller may see; -32602 for unknown, expired, malformed or foreign ids (T-44). */

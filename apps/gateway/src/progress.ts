@@ -6,7 +6,8 @@
  *  - `progress` strictly increasing (P-01): a report that does not increase is dropped;
  *  - `total` only when the tool gave one; `message` at most 200 characters (clients cut there);
  *  - a heartbeat when nothing was sent for `heartbeatMs` (≤ 30 s), with a value that still
- *    increases and stays below `total`, so client idle timers (Claude Code: 5 min, reset only by
+ *    increases and stays below `total` (once the tool reported all of `total`, the heartbeat
+ *    omits `total`), so client idle timers (Claude Code: 5 min, reset only by
  *    progress) never fire;
  *  - nothing once `close()` was called (after the final response, P-02; B-12e).
  * The rate limit (one per `PROGRESS_MIN_INTERVAL_MS`, P-04) is applied where progress is
@@ -95,11 +96,15 @@ export class ProgressRelay {
     else value = this.lastSent + 0.001;
     // Readable on the wire (7.002, not 7.002000000000001) whenever rounding keeps it increasing.
     const rounded = Math.round(value * 1e6) / 1e6;
-    if (rounded > (this.lastSent ?? -Infinity) && (this.total === undefined || rounded < this.total || this.lastSent === undefined)) value = rounded;
+    const roundedFits = this.total === undefined || this.lastSent === undefined || value >= this.total || rounded < this.total;
+    if (rounded > (this.lastSent ?? -Infinity) && roundedFits) value = rounded;
     if (!(value > (this.lastSent ?? -Infinity))) value = (this.lastSent ?? 0) + Number.EPSILON * Math.max(1, Math.abs(this.lastSent ?? 0)) * 4;
     const secs = Math.round((now - this.startedAt) / 1000);
     const message = clip(this.lastMessage ? `${this.lastMessage} (still working, ${secs} s)` : `Working (${secs} s)`);
-    await this.emit(value, this.total, message, now);
+    // A tool that reported all of `total` and is still busy: the value must still increase, so
+    // this heartbeat leaves `total` out rather than claim more than all of it.
+    const total = this.total !== undefined && value < this.total ? this.total : undefined;
+    await this.emit(value, total, message, now);
     return true;
   }
 

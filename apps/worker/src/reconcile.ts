@@ -35,9 +35,14 @@ export async function reconcileOnce(deps: ReconcileDeps, now = Date.now()) {
   const redis = store.redis;
   const ids = await redis.zrangebyscore(store.reconcileKey, '-inf', now, 'LIMIT', 0, deps.batch ?? 500);
   const counts = { checked: ids.length, dropped: 0, failed: 0, requeued: 0, cancelled: 0 };
-  const later = (id: string, at: number) => redis.zadd(store.reconcileKey, at, id);
   for (const taskId of ids) {
     const rec = await store.get(taskId);
+    // A held synchronous call is looked at again as soon as its hold could have lapsed, so a
+    // dead gateway's call is cancelled within SYNC_HOLDER_TIMEOUT_MS + RECONCILE_INTERVAL_MS.
+    const later = (id: string, at: number) => {
+      const held = rec?.mode === 'sync' && rec.status === 'working' && rec.holderAt !== undefined;
+      return redis.zadd(store.reconcileKey, held ? Math.min(at, rec!.holderAt! + deps.syncHolderTimeoutMs + 1) : at, id);
+    };
     if (!rec || isTerminal(rec.status)) {
       await redis.zrem(store.reconcileKey, taskId);
       counts.dropped++;

@@ -16,32 +16,34 @@ export interface ChannelWatch {
 }
 
 export class TaskEvents {
-  private readonly listeners = new Map<string, Set<Listener>>();
+  /** One entry per subscribed channel: its listeners and the SUBSCRIBE in flight. */
+  private readonly channels = new Map<string, { listeners: Set<Listener>; ready: Promise<void> }>();
 
   constructor(private readonly sub: Redis) {
     sub.on('message', (channel: string) => {
-      for (const l of this.listeners.get(channel) ?? []) l();
+      for (const l of this.channels.get(channel)?.listeners ?? []) l();
     });
-  }
-
-  /** Subscribes to `channel` (call before the first read of the record, so no change is missed). */
-  async subscribe(channel: string): Promise<void> {
-    if (this.listeners.has(channel)) return;
-    this.listeners.set(channel, new Set());
-    await this.sub.subscribe(channel).catch(() => undefined);
   }
 
   /**
    * Calls `fn` on every message on `channel` until the returned function is called (which also
-   * drops the subscription when nobody else listens). Subscribed when this resolves.
+   * drops the subscription when nobody else listens). Subscribed when this resolves. The
+   * listener joins its channel's entry before any await, so a concurrent release cannot drop
+   * the entry under it; commands reach Redis in the order they are issued on the one
+   * connection, so an UNSUBSCRIBE never overtakes a later SUBSCRIBE.
    */
   async listen(channel: string, fn: Listener): Promise<() => Promise<void>> {
-    await this.subscribe(channel);
-    const set = this.listeners.get(channel)!;
-    set.add(fn);
+    let entry = this.channels.get(channel);
+    if (!entry) {
+      entry = { listeners: new Set(), ready: this.sub.subscribe(channel).then(() => undefined, () => undefined) };
+      this.channels.set(channel, entry);
+    }
+    entry.listeners.add(fn);
+    const mine = entry;
+    await mine.ready;
     return async () => {
-      set.delete(fn);
-      await this.release(channel);
+      mine.listeners.delete(fn);
+      await this.release(channel, mine);
     };
   }
 
@@ -78,12 +80,11 @@ export class TaskEvents {
     };
   }
 
-  /** Drops the subscription of `channel` when nobody waits on it any more. */
-  async release(channel: string): Promise<void> {
-    const set = this.listeners.get(channel);
-    if (set && set.size === 0) {
-      this.listeners.delete(channel);
-      await this.sub.unsubscribe(channel).catch(() => undefined);
-    }
+  /** Drops the subscription of `channel` when its entry `entry` has no listener left. */
+  private async release(channel: string, entry: { listeners: Set<Listener> }): Promise<void> {
+    if (this.channels.get(channel) !== entry || entry.listeners.size > 0) return;
+    this.channels.delete(channel);
+    await this.sub.unsubscribe(channel).catch(() => undefined);
   }
+
 }

@@ -40,10 +40,12 @@ export const askConfirm = defineTool({
     rounds: z.number().int().min(1).max(10).optional(),
     /** Seconds to work (with progress each second) before the first question. */
     delaySeconds: z.number().min(0).max(3600).optional(),
+    /** Seconds to work (with progress each second) after the last answer, before the result. */
+    afterSeconds: z.number().min(0).max(3600).optional(),
   }),
   taskSupport: 'optional',
   requiresCapabilities: { elicitation: { form: {} } },
-  async run({ question, rounds = 1, delaySeconds = 0 }, ctx) {
+  async run({ question, rounds = 1, delaySeconds = 0, afterSeconds = 0 }, ctx) {
     if (ctx.step === 1) {
       for (let i = 1; i <= Math.ceil(delaySeconds); i++) {
         await ctx.sleep(Math.min(1, delaySeconds - (i - 1)) * 1000);
@@ -62,6 +64,10 @@ export const askConfirm = defineTool({
         },
         statusMessage: 'Waiting for confirmation',
       });
+    }
+    for (let i = 1; i <= Math.ceil(afterSeconds); i++) {
+      await ctx.sleep(Math.min(1, afterSeconds - (i - 1)) * 1000);
+      await ctx.progress(i, Math.ceil(afterSeconds), `finishing (${i} s)`);
     }
     const r = ctx.inputResponses.confirm;
     const answer = accepted(ctx.inputResponses, 'confirm');
