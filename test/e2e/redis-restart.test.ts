@@ -7,6 +7,7 @@ import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { startCluster, startRedis, waitFor, type Cluster, type ThrowawayRedis } from '../support/cluster.js';
 import { callTool, getTask, pollTask, roundRobin } from '../support/mcp.js';
+import { Redis } from 'ioredis';
 
 describe('Redis restarted empty', () => {
   let redis: ThrowawayRedis;
@@ -24,9 +25,15 @@ describe('Redis restarted empty', () => {
     const schedulerKeys = async () => (await c.keys()).filter((k) => k.includes(':{jobs}:maintenance:repeat'));
     await waitFor(async () => (await schedulerKeys()).length > 0, 5000, 100, 'scheduler at start');
     await redis.restart();
-    c.redis.disconnect();
-    c.redis.connect().catch(() => undefined);
-    await waitFor(async () => (await schedulerKeys()).length > 0, 15_000, 200, 'scheduler re-created after the restart');
+    // The test's own client reconnects on its own time (and a disconnect()+connect() pair can
+    // race); check the restarted server through a fresh connection instead.
+    const probe = new Redis(redis.url, { maxRetriesPerRequest: 1 });
+    try {
+      const repeatKeys = async () => (await probe.keys(`${c.prefix}:{jobs}:maintenance:repeat*`)).length;
+      await waitFor(async () => (await repeatKeys()) > 0, 15_000, 200, 'scheduler re-created after the restart');
+    } finally {
+      probe.disconnect();
+    }
     // The service recovered: a task runs to completion.
     const url = c.urls[0]!;
     await waitFor(async () => (await fetch(url.replace(/\/mcp$/, '/readyz'))).status === 200, 10_000, 100, 'ready');
