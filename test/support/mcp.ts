@@ -52,9 +52,9 @@ export function capabilitiesFor(o: CallOptions): Record<string, unknown> {
 }
 
 /** Sends one JSON-RPC request to `url`. Never throws on HTTP errors; returns status and body. */
-export async function rpc(url: string, method: string, params: Record<string, any> = {}, o: CallOptions = {}): Promise<RpcResponse> {
-  const id = o.id ?? `t-${nextId++}`;
-  const body = o.rawBody ?? JSON.stringify({
+/** The JSON body of a 2026-07-28 request with the `_meta` envelope (or `o.rawBody` verbatim). */
+export function requestBody(method: string, params: Record<string, any>, o: CallOptions, id: string | number): string {
+  return o.rawBody ?? JSON.stringify({
     jsonrpc: '2.0',
     id,
     method,
@@ -68,6 +68,11 @@ export async function rpc(url: string, method: string, params: Record<string, an
       },
     },
   });
+}
+
+export async function rpc(url: string, method: string, params: Record<string, any> = {}, o: CallOptions = {}): Promise<RpcResponse> {
+  const id = o.id ?? `t-${nextId++}`;
+  const body = requestBody(method, params, o, id);
   const headers = new Headers({
     'content-type': 'application/json',
     accept: 'application/json, text/event-stream',

@@ -5,7 +5,7 @@
  * server" and "reset" are told apart.
  */
 import { request, type IncomingHttpHeaders } from 'node:http';
-import { capabilitiesFor, PROTOCOL_VERSION, type CallOptions } from './mcp.js';
+import { PROTOCOL_VERSION, requestBody, type CallOptions } from './mcp.js';
 
 export interface SseFrame {
   /** ms since the epoch when the frame's last line arrived. */
@@ -44,21 +44,7 @@ export interface SseCall {
  */
 export function sseCall(url: string, method: string, params: Record<string, any>, o: CallOptions & { id?: string | number } = {}): SseCall {
   const id = o.id ?? `s-${Math.random().toString(36).slice(2)}`;
-  const body =
-    o.rawBody ??
-    JSON.stringify({
-      jsonrpc: '2.0',
-      id,
-      method,
-      params: {
-        ...params,
-        _meta: {
-          'io.modelcontextprotocol/protocolVersion': PROTOCOL_VERSION,
-          'io.modelcontextprotocol/clientCapabilities': capabilitiesFor(o),
-          ...(o.meta ?? {}),
-        },
-      },
-    });
+  const body = requestBody(method, params, o, id);
   const headers: Record<string, string> = {
     'content-type': 'application/json',
     accept: 'application/json, text/event-stream',
