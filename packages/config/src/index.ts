@@ -87,7 +87,7 @@ const schema = z.object({
       }
       return r.data;
     }),
-  /** At most one `notifications/progress` per this interval on a synchronous call (P-04). */
+  /** A tool's progress is written at most once per this interval, on the worker (P-04); the last value always lands. */
   PROGRESS_MIN_INTERVAL_MS: intMs(200, 0),
   /** A synchronous call with a progressToken gets a progress notification at least this often (client idle timers). Max 30 s. */
   PROGRESS_HEARTBEAT_MS: z.coerce.number().int().min(1000).max(30_000).default(15_000),
