@@ -14,7 +14,7 @@
  */
 import Fastify, { type FastifyInstance, type FastifyRequest } from 'fastify';
 import type { ServerResponse } from 'node:http';
-import { createMcpHandler, validateOriginHeader } from '@modelcontextprotocol/server';
+import { createMcpHandler, SUPPORTED_PROTOCOL_VERSIONS, validateOriginHeader } from '@modelcontextprotocol/server';
 import { toNodeHandler } from '@modelcontextprotocol/node';
 import type { Redis } from 'ioredis';
 import { createServerFactory, type Exchange, type GatewayDeps } from './mcp.js';
@@ -28,7 +28,7 @@ export type McpBody = {
 };
 
 /** Protocol versions the SDK's stateless 2025 lane accepts in `MCP-Protocol-Version`. */
-const LEGACY_VERSIONS = new Set(['2025-11-25', '2025-06-18', '2025-03-26', '2024-11-05', '2024-10-07']);
+const LEGACY_VERSIONS = new Set<string>(SUPPORTED_PROTOCOL_VERSIONS);
 
 /** A body without the 2026 per-request envelope is served on the 2025 lane (sdk-notes §1.4). */
 const isLegacyBody = (b: McpBody) => typeof b.params?._meta?.['io.modelcontextprotocol/protocolVersion'] !== 'string';

@@ -25,7 +25,7 @@
  */
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { classifyInboundRequest, SUBSCRIPTION_ID_META_KEY } from '@modelcontextprotocol/server';
-import { isWellFormedTaskId, toDetailedTask, type TaskRecord } from '@mcp-tasks/task-store';
+import { isTerminal, isWellFormedTaskId, toDetailedTask, type TaskRecord } from '@mcp-tasks/task-store';
 import type { McpBody } from './app.js';
 import { ErrorCode, jsonRpcErrorBody } from './errors.js';
 import { SERVER_INFO, type GatewayDeps } from './mcp.js';
@@ -49,7 +49,6 @@ const header = (req: FastifyRequest, name: string): string | undefined => {
   return Array.isArray(v) ? v[0] : v;
 };
 
-const isTerminalStatus = (s: string) => s === 'completed' || s === 'failed' || s === 'cancelled';
 
 export interface TaskListen {
   /** Serves one listen request (the route has checked T-49 and the era). */
@@ -91,15 +90,14 @@ export function createTaskListen(deps: Pick<GatewayDeps, 'config' | 'log' | 'sto
     // Subscribe before reading, so a change between the read and the first message is not lost.
     const res = reply.raw;
     let closed = false;
-    const lastStatus = new Map<string, string>();
-    const lastState = new Map<string, string>();
+    /** What was last sent per task: its status, step and `lastUpdatedAt`. */
+    const sent = new Map<string, { status: string; step: number; at: number }>();
     const unlisten: (() => Promise<void>)[] = [];
     const ids = [...new Set(requested as string[])].filter(isWellFormedTaskId);
     const granted: string[] = [];
     const snapshot = new Map<string, TaskRecord>();
     const reading = new Map<string, Promise<void>>();
     const dirty = new Set<string>();
-    const lastAt = new Map<string, number>();
     // Nothing is written before the acknowledgement (S-02): messages that arrive while the
     // stream is being set up only mark their task for a re-read once it is.
     let ready = false;
@@ -112,12 +110,10 @@ export function createTaskListen(deps: Pick<GatewayDeps, 'config' | 'log' | 'sto
     const emit = (rec: TaskRecord) => {
       // A state is its status and step: a gateway that reads too late to see the `working`
       // between two questions still sees the second question (a new step).
-      const state = `${rec.status}|${rec.step}`;
-      if (lastState.get(rec.taskId) === state) return;
-      if (rec.lastUpdatedAt < (lastAt.get(rec.taskId) ?? 0)) return; // never a state older than one sent
-      lastState.set(rec.taskId, state);
-      lastStatus.set(rec.taskId, rec.status);
-      lastAt.set(rec.taskId, rec.lastUpdatedAt);
+      const last = sent.get(rec.taskId);
+      if (last && last.status === rec.status && last.step === rec.step) return;
+      if (last && rec.lastUpdatedAt < last.at) return; // never a state older than one sent
+      sent.set(rec.taskId, { status: rec.status, step: rec.step, at: rec.lastUpdatedAt });
       writeMessage({
         jsonrpc: '2.0',
         method: 'notifications/tasks',
@@ -195,7 +191,7 @@ export function createTaskListen(deps: Pick<GatewayDeps, 'config' | 'log' | 'sto
 
     const keepAlive = setInterval(() => write(': keepalive\n\n'), config.sync.keepAliveMs);
     const recheck = setInterval(() => {
-      for (const id of granted) if (!isTerminalStatus(lastStatus.get(id) ?? '')) refresh(id);
+      for (const id of granted) if (!isTerminal(sent.get(id)?.status ?? '')) refresh(id);
     }, RECHECK_MS);
     keepAlive.unref();
     recheck.unref();

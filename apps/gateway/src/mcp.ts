@@ -21,7 +21,7 @@ import {
 import { z } from 'zod';
 import type { Config } from '@mcp-tasks/config';
 import type { Logger } from '@mcp-tasks/observability';
-import { isWellFormedTaskId, newTaskId, TaskIdTakenError, toCreateTaskResult, toDetailedTask, stepJobId, type TaskRecord, type TaskStore } from '@mcp-tasks/task-store';
+import { isWellFormedTaskId, newTaskId, TaskIdTakenError, toCreateTaskResult, toDetailedTask, stepJobId, type ApplyOutcome, type TaskRecord, type TaskStore } from '@mcp-tasks/task-store';
 import type { JobQueues, TaskEvents } from '@mcp-tasks/jobs';
 import {
   abortableSleep,
@@ -378,7 +378,9 @@ export function createServerFactory(deps: GatewayDeps): McpServerFactory & { han
    * @returns the result, or undefined when the task ended meanwhile (answer it normally).
    */
   async function handOff(rec: TaskRecord, tool: ToolDefinition, budgetMs: number, ctx: ServerContext, why: 'budget' | 'shutdown') {
-    const d = await store.detachSync(rec.taskId).catch(() => ({ code: 'gone' as const }));
+    const d = await store.detachSync(rec.taskId).catch(() => {
+      throw storeUnavailable();
+    });
     if (d.code === 'terminal') return undefined;
     // `not_sync`: another request holding the same call (a retry sent twice) handed it off.
     if (d.code === 'gone') throw new ProtocolError(ErrorCode.InternalError, 'The task record expired before the tool finished');
@@ -400,7 +402,7 @@ export function createServerFactory(deps: GatewayDeps): McpServerFactory & { han
           text:
             `${tool.name} ${because}, so it continues in the background as task ${rec.taskId}.${latest} ` +
             `To check on it and get its result when it is done, call the tool ${TASK_STATUS_TOOL} with {"taskId":"${rec.taskId}"}. ` +
-            `It keeps its result for ${Math.round(rec.ttlMs / 3_600_000)} h.`,
+            `Its result is kept until ${new Date(rec.createdAt + rec.ttlMs).toISOString()}.`,
         },
       ],
       structuredContent: {
@@ -425,9 +427,7 @@ export function createServerFactory(deps: GatewayDeps): McpServerFactory & { han
     });
     if (!rec || rec.mode !== 'task' || rec.owner !== exchangeOf(ctx).principal) return notFound;
     if (rs?.k === 'status' && rs.taskId === taskId && rec.status === 'input_required') {
-      validateInputResponses(rec.inputRequests, responses);
-      const r = await store.applyInputResponses(taskId, responses);
-      if (r.code === 'resumed') await resumeStep(taskId, r.step);
+      const r = await answerTask(rec, responses);
       log.info({ taskId, outcome: r.code }, 'task_status.answered');
       rec = (await store.get(taskId)) ?? rec;
     }
@@ -526,22 +526,16 @@ export function createServerFactory(deps: GatewayDeps): McpServerFactory & { han
     if (rec.mode !== 'sync') {
       // Handed off meanwhile (budget, or the gateway that held it shut down): it is a task
       // now. Answers still count; the caller follows it with task_status.
-      if (rec.status === 'input_required') {
-        validateInputResponses(rec.inputRequests, responses);
-        const r = await store.applyInputResponses(taskId, responses);
-        if (r.code === 'resumed') await resumeStep(taskId, r.step);
-      }
-      return handedOffResult((await store.get(taskId)) ?? rec, tool, 'continues in the background');
+      if (rec.status === 'input_required') await answerTask(rec, responses);
+      return handedOffResult((await store.get(taskId)) ?? rec, tool, 'was handed off to the background by an earlier request');
     }
     // Relay only what the next step reports.
     const fromId = await store.lastProgressId(taskId).catch(() => '0');
     if (rec.status === 'input_required') {
-      validateInputResponses(rec.inputRequests, responses);
       // Renew the hold before the task turns `working` again, so the reconciler never sees a
       // working synchronous call with a stale holder.
       await store.renewHolder(taskId, 0);
-      const r = await store.applyInputResponses(taskId, responses);
-      if (r.code === 'resumed') await resumeStep(taskId, r.step, 'sync');
+      await answerTask(rec, responses, 'sync');
     }
     return waitSync(taskId, tool, args, ctx, caps, fromId);
   }
@@ -553,6 +547,18 @@ export function createServerFactory(deps: GatewayDeps): McpServerFactory & { han
    */
   const firstCheckMs = (mode: 'task' | 'sync') =>
     mode === 'sync' ? Math.min(config.worker.reconcileAfterMs, config.worker.syncHolderTimeoutMs + 1) : config.worker.reconcileAfterMs;
+
+  /**
+   * Answers a task's open questions (tasks/update, an MRTR retry of a synchronous call,
+   * task_status): validates them against the requests issued (E-05, `-32602`), applies them
+   * atomically, and enqueues the next step once the last one is in (D2).
+   */
+  async function answerTask(rec: TaskRecord, responses: Record<string, unknown>, mode: 'task' | 'sync' = 'task'): Promise<ApplyOutcome> {
+    validateInputResponses(rec.inputRequests, responses);
+    const r = await store.applyInputResponses(rec.taskId, responses);
+    if (r.code === 'resumed') await resumeStep(rec.taskId, r.step, mode);
+    return r;
+  }
 
   /** Enqueues the next step after the last answer (D2); the reconciler covers a lost enqueue. */
   async function resumeStep(taskId: string, step: number, mode: 'task' | 'sync' = 'task') {
@@ -599,12 +605,13 @@ export function createServerFactory(deps: GatewayDeps): McpServerFactory & { han
       const responses = exchangeOf(ctx).rawInputResponses;
       const dropped = (ctx.mcpReq.droppedInputResponseKeys ?? []).filter((k) => k in rec.inputRequests);
       if (dropped.length) throw invalidParams(`inputResponses["${dropped[0]}"] is not a valid response`);
-      validateInputResponses(rec.status === 'input_required' ? rec.inputRequests : {}, responses);
-      if (rec.status !== 'input_required') return {};
-      const r = await store.applyInputResponses(rec.taskId, responses);
-      const unknown = Object.keys(responses).filter((k) => !(k in rec.inputRequests));
+      if (rec.status !== 'input_required') {
+        validateInputResponses({}, responses); // still -32602 when it is not an object (T-27)
+        return {};
+      }
+      const r = await answerTask(rec, responses as Record<string, unknown>);
+      const unknown = Object.keys(responses as Record<string, unknown>).filter((k) => !(k in rec.inputRequests));
       if (unknown.length) log.warn({ taskId: rec.taskId, keys: unknown.slice(0, 10) }, 'task.update_unknown_keys');
-      if (r.code === 'resumed') await resumeStep(rec.taskId, r.step);
       log.info({ taskId: rec.taskId, outcome: r.code }, 'task.updated');
       return {};
     });
