@@ -48,7 +48,7 @@ describe('answers and continuations are validated', () => {
     assert.equal(done.result.content[0].text, 'confirmed: true');
   });
 
-  it('share_report: a replayed retry is refused (M-07), a retry without the answer asks again (M-08), a wrong type is -32602', async () => {
+  it('share_report: a retry without the answer asks again with a new state and spends the old one (M-08, N-02), a wrong type is -32602, a replayed retry is refused (M-07)', async () => {
     const url = c.urls[0]!;
     const first = await callTool(url, 'share_report', { channel: '#ops' }, { tasks: false });
     const rs = first.body.result!.requestState as string;
@@ -57,11 +57,18 @@ describe('answers and continuations are validated', () => {
     const again = await retry(rs);
     assert.equal(again.body.result?.resultType, 'input_required', JSON.stringify(again.body));
     assert.deepEqual(Object.keys(again.body.result!.inputRequests), ['confirm']);
-    const wrongType = await retry(rs, { confirm: { action: 'accept', content: { notify: 'yes' } } });
+    const rs2 = again.body.result!.requestState as string;
+    assert.notEqual(rs2, rs);
+    // The re-ask made the first state unusable: it can no longer run the step.
+    const stale = await retry(rs, { confirm: { action: 'accept', content: { notify: true } } });
+    assert.equal(stale.body.error?.code, -32602, JSON.stringify(stale.body));
+    assert.match(stale.body.error!.message, /already used/);
+    // A malformed answer is refused without spending the state.
+    const wrongType = await retry(rs2, { confirm: { action: 'accept', content: { notify: 'yes' } } });
     assert.equal(wrongType.body.error?.code, -32602);
-    const done = await retry(rs, { confirm: { action: 'accept', content: { notify: true } } });
+    const done = await retry(rs2, { confirm: { action: 'accept', content: { notify: true } } });
     assert.equal(done.body.result?.content[0].text, 'Shared the report to #ops and notified its members.');
-    const replay = await retry(rs, { confirm: { action: 'accept', content: { notify: true } } });
+    const replay = await retry(rs2, { confirm: { action: 'accept', content: { notify: true } } });
     assert.equal(replay.body.error?.code, -32602, JSON.stringify(replay.body));
     assert.match(replay.body.error!.message, /already used/);
   });

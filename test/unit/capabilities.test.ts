@@ -1,12 +1,12 @@
 /**
- * What a task keeps of its creating request's client capabilities (apps/gateway/src/mcp.ts
+ * What a task keeps of its creating request's client capabilities (apps/gateway/src/task-create.ts
  * `storedCapabilities`): enough for its tool to know which input it may ask for (M-04, E-01),
  * and never more than a few KB, whatever the client put in `_meta` (found by review: 3 MB of
  * capabilities were stored for the task's 24 h TTL).
  */
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { storedCapabilities } from '../../apps/gateway/src/mcp.js';
+import { storedCapabilities } from '../../apps/gateway/src/task-create.js';
 
 describe('storedCapabilities', () => {
   it('keeps elicitation, sampling, roots and the names of extensions', () => {

@@ -26,9 +26,10 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { classifyInboundRequest, SUBSCRIPTION_ID_META_KEY } from '@modelcontextprotocol/server';
 import { isTerminal, isWellFormedTaskId, toDetailedTask, type TaskRecord } from '@mcp-tasks/task-store';
-import type { McpBody } from './app.js';
+import type { McpBody } from './classify.js';
 import { ErrorCode, jsonRpcErrorBody } from './errors.js';
-import { SERVER_INFO, type GatewayDeps } from './mcp.js';
+import { SERVER_INFO, type GatewayDeps } from './context.js';
+import { SSE_HEADERS } from './sse.js';
 
 /** Most task ids one listen request may name. */
 export const MAX_TASK_IDS = 100;
@@ -36,13 +37,6 @@ export const MAX_TASK_IDS = 100;
 export const MAX_SUBSCRIPTIONS = 1024;
 /** Backstop re-read of every subscribed, non-terminal task (ms, D5). */
 const RECHECK_MS = 5000;
-
-const SSE_HEADERS = {
-  'content-type': 'text/event-stream',
-  'cache-control': 'no-cache, no-transform',
-  connection: 'keep-alive',
-  'x-accel-buffering': 'no',
-};
 
 const header = (req: FastifyRequest, name: string): string | undefined => {
   const v = req.headers[name];

@@ -1,7 +1,7 @@
 /**
  * `task_status`: the built-in tool that follows work a synchronous call handed off when its
- * budget ran out (design D1; issue 3 §5). Clients without the Tasks extension get, instead of a
- * result lost to a client timeout, a normal `CallToolResult` naming this tool and the `taskId`.
+ * budget ran out (design D1). Clients without the Tasks extension get, instead of a result
+ * lost to a client timeout, a normal `CallToolResult` naming this tool and the `taskId`.
  *
  * `task_status({taskId})` (served in the gateway, owner-checked like `tasks/get`, T-44):
  *  - `working`: the status and latest `statusMessage`;
@@ -14,7 +14,13 @@
  *    handle is a tool execution error).
  */
 import { z } from 'zod';
+import { inputRequired as sdkInputRequired } from '@modelcontextprotocol/server';
+import { isWellFormedTaskId } from '@mcp-tasks/task-store';
 import { defineTool, type ToolDefinition } from '@mcp-tasks/tools';
+import type { Call, Gateway } from './context.js';
+import { storeUnavailable } from './errors.js';
+import { continuationOf, digest, nonce, spend } from './mrtr.js';
+import { answerTask } from './tasks-methods.js';
 
 export const TASK_STATUS_TOOL = 'task_status';
 
@@ -31,3 +37,54 @@ export const taskStatusTool = defineTool({
     throw new Error('task_status is served by the gateway');
   },
 }) as unknown as ToolDefinition;
+
+/** Serves one `task_status` call (see the module docstring). */
+export async function taskStatus(gw: Gateway, call: Call, args: { taskId: string }, responses: Record<string, unknown>) {
+  const { store, log } = gw;
+  const { taskId } = args;
+  const notFound = {
+    content: [{ type: 'text', text: `There is no task ${taskId} for you: the id is wrong, or the task expired.` }],
+    isError: true,
+  };
+  if (!isWellFormedTaskId(taskId)) return notFound;
+  let rec = await store.get(taskId).catch(() => {
+    throw storeUnavailable();
+  });
+  if (!rec || rec.mode !== 'task' || rec.owner !== call.principal) return notFound;
+  const rs = continuationOf(call);
+  if (rs?.k === 'status' && rs.taskId === taskId && rec.status === 'input_required') {
+    await spend(gw, rs.n);
+    const r = await answerTask(gw, rec, responses);
+    log.info({ taskId, outcome: r.code }, 'task_status.answered');
+    rec = (await store.get(taskId)) ?? rec;
+  }
+  const label = `Task ${taskId} (${rec.tool})`;
+  const msg = rec.statusMessage ? `: ${rec.statusMessage}` : '';
+  const structured = { taskId, status: rec.status, ...(rec.statusMessage ? { statusMessage: rec.statusMessage } : {}) };
+  switch (rec.status) {
+    case 'completed':
+      return { ...(rec.result ?? { content: [] }) };
+    case 'failed':
+      return { content: [{ type: 'text', text: `${label} failed: ${rec.error?.message ?? 'unknown error'}` }], structuredContent: structured, isError: true };
+    case 'cancelled':
+      return { content: [{ type: 'text', text: `${label} was cancelled${msg}` }], structuredContent: structured, isError: true };
+    case 'input_required': {
+      const needsElicitation = Object.values(rec.inputRequests).some((q) => (q as { method?: string }).method === 'elicitation/create');
+      if (call.era === 'modern' && (!needsElicitation || call.caps.elicitation !== undefined)) {
+        return sdkInputRequired({
+          inputRequests: rec.inputRequests as never,
+          requestState: await gw.codec.mint({ k: 'status', tool: TASK_STATUS_TOOL, args: digest(args), taskId, n: nonce() }, call.principal),
+        });
+      }
+      return {
+        content: [{ type: 'text', text: `${label} is waiting for an answer from the user${msg}, but this client cannot show the question (it needs MCP 2026-07-28 with elicitation).` }],
+        structuredContent: structured,
+      };
+    }
+    default:
+      return {
+        content: [{ type: 'text', text: `${label} is still working${msg}. Call ${TASK_STATUS_TOOL} again in a little while.` }],
+        structuredContent: { ...structured, pollIntervalMs: rec.pollIntervalMs },
+      };
+  }
+}

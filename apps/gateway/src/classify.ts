@@ -1,0 +1,115 @@
+/**
+ * Classifies a parsed `POST /mcp` body once (design D12): its era, method, id, the client
+ * capabilities it declares, and for `tools/call` the tool, its parsed arguments and the lane it
+ * takes. Everything downstream reads this value instead of deciding again.
+ *
+ * Lanes of a `tools/call` (D1):
+ *  - `task`:   the request declares the Tasks extension and the tool allows tasks → a task
+ *              handle (`CreateTaskResult`, T-02), after any pre-task MRTR rounds (T-16);
+ *  - `sync`:   the tool runs on a worker and the request gets no task → the request is held
+ *              as SSE until the result (D1, D6);
+ *  - `inline`: a short `forbidden` tool that runs in the gateway (`runsIn: 'gateway'`).
+ * A call that will be answered at once with an error has no lane: unknown tool or invalid
+ * arguments (`-32602`), a task-only tool without the extension (`-32021`, T-04), a tool that
+ * asks questions without the capability it needs (`-32021`, B-07; on the 2025 lane an `isError`
+ * result, the SDK's legacy transport cannot ask).
+ */
+import type { ToolDefinition, ToolRegistry } from '@mcp-tasks/tools';
+import { TASKS_EXTENSION } from './errors.js';
+
+export type Era = 'legacy' | 'modern';
+export type Lane = 'task' | 'sync' | 'inline';
+
+/** The parsed body fields the gateway reads (anything else is the SDK's). */
+export type McpBody = {
+  id?: unknown;
+  method?: string;
+  params?: {
+    name?: string;
+    arguments?: unknown;
+    notifications?: { taskIds?: unknown };
+    inputResponses?: unknown;
+    _meta?: Record<string, any>;
+  };
+};
+
+export interface Classification {
+  era: Era;
+  method: string | undefined;
+  id: unknown;
+  /** `_meta` clientCapabilities of this request (`{}` when absent). */
+  caps: Record<string, unknown>;
+  /** Declares `io.modelcontextprotocol/tasks` on this request (T-01); false on the 2025 lane (T-07). */
+  declaresTasks: boolean;
+  /** `subscriptions/listen` asking for `notifications.taskIds` (T-39). */
+  listensToTasks: boolean;
+  /** `tools/call`: the tool named, when enabled. */
+  tool?: ToolDefinition;
+  /** `tools/call`: the arguments as the tool's schema parsed them (absent when invalid). */
+  args?: Record<string, unknown>;
+  /** `tools/call`: why the arguments are invalid (`-32602`). */
+  argsError?: string;
+  /** `tools/call`: capabilities the tool needs that the request lacks (B-07). */
+  missingCaps?: Record<string, unknown>;
+  /** `tools/call`: the lane it runs in; absent when it is answered at once with an error. */
+  lane?: Lane;
+}
+
+const isObject = (v: unknown): v is Record<string, any> => typeof v === 'object' && v !== null && !Array.isArray(v);
+
+/** A body without the 2026 per-request envelope is served on the 2025 lane (sdk-notes §1.4). */
+export function eraOf(body: McpBody): Era {
+  return typeof body.params?._meta?.['io.modelcontextprotocol/protocolVersion'] === 'string' ? 'modern' : 'legacy';
+}
+
+/** Capabilities in `required` (top-level keys) that `caps` lacks; undefined when none. */
+export function missingCaps(required: Record<string, unknown> | undefined, caps: Record<string, unknown>): Record<string, unknown> | undefined {
+  if (!required) return undefined;
+  const missing = Object.fromEntries(Object.entries(required).filter(([k]) => caps[k] === undefined));
+  return Object.keys(missing).length ? missing : undefined;
+}
+
+/** Classifies a parsed JSON body (any JSON value: non-objects classify as an unknown method). */
+export function classify(body: unknown, registry: ToolRegistry): Classification {
+  const b: McpBody = isObject(body) ? (body as McpBody) : {};
+  const era = eraOf(b);
+  const rawCaps = b.params?._meta?.['io.modelcontextprotocol/clientCapabilities'];
+  const caps: Record<string, unknown> = era === 'modern' && isObject(rawCaps) ? rawCaps : {};
+  const declaresTasks = era === 'modern' && isObject(caps.extensions) && caps.extensions[TASKS_EXTENSION] !== undefined;
+  const c: Classification = {
+    era,
+    method: typeof b.method === 'string' ? b.method : undefined,
+    id: b.id,
+    caps,
+    declaresTasks,
+    listensToTasks: b.method === 'subscriptions/listen' && b.params?.notifications?.taskIds !== undefined,
+  };
+  if (c.method !== 'tools/call') return c;
+
+  const tool = registry.get(String(b.params?.name ?? ''));
+  if (!tool) return c;
+  c.tool = tool;
+  const parsed = tool.inputSchema.safeParse(b.params?.arguments ?? {});
+  if (!parsed.success) {
+    c.argsError = parsed.error.issues.map((i) => `${i.path.join('.') || '(root)'}: ${i.message}`).join('; ');
+    return c;
+  }
+  c.args = parsed.data as Record<string, unknown>;
+  if (tool.runsIn === 'gateway') {
+    c.lane = 'inline';
+    return c;
+  }
+  if (tool.taskSupport === 'required' && !declaresTasks) return c;
+  const missing = missingCaps(tool.requiresCapabilities, caps);
+  if (missing) {
+    c.missingCaps = missing;
+    return c;
+  }
+  c.lane = declaresTasks && tool.taskSupport !== 'forbidden' ? 'task' : 'sync';
+  return c;
+}
+
+/** A `tools/call` of a worker tool: it needs Redis (503 + Retry-After while Redis is away, D10). */
+export function toolNeedsRedis(c: Classification): boolean {
+  return c.method === 'tools/call' && !!c.tool && c.tool.runsIn !== 'gateway';
+}

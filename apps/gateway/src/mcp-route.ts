@@ -1,0 +1,144 @@
+/**
+ * `POST /mcp` (and GET/DELETE, which the SDK answers 405): the one route of the MCP endpoint.
+ *
+ *   onRequest: Origin (H-03, 403)
+ *   handler:   body depth (400) → classify once (classify.ts) → 503 while Redis is away for
+ *              methods that need it (D10) → the lane:
+ *                - `subscriptions/listen` for `taskIds` → listen.ts (T-39, T-49);
+ *                - a 2026 `tools/call` held open while a worker runs it (lane `sync`) → the SDK
+ *                  handler that answers `text/event-stream` at once (D1, D6);
+ *                - everything else → the SDK handler answering JSON unless it streams
+ *                  notifications (sdk-notes §1.5), which builds a fresh `Server` per request
+ *                  (server-factory.ts).
+ * The classification and the principal travel to the handlers in `authInfo.extra.exchange`.
+ */
+import type { FastifyInstance, FastifyRequest } from 'fastify';
+import { createMcpHandler, SUPPORTED_PROTOCOL_VERSIONS, validateOriginHeader } from '@modelcontextprotocol/server';
+import { toNodeHandler } from '@modelcontextprotocol/node';
+import type { RedisHealth } from '@mcp-tasks/jobs';
+import { classify, toolNeedsRedis, type Classification, type McpBody } from './classify.js';
+import type { Exchange, Gateway } from './context.js';
+import { ErrorCode, jsonRpcErrorBody, TASKS_EXTENSION } from './errors.js';
+import { createTaskListen } from './listen.js';
+import { createServerFactory } from './server-factory.js';
+import { primeSse } from './sse.js';
+
+/** Protocol versions the SDK's stateless 2025 lane accepts in `MCP-Protocol-Version`. */
+const LEGACY_VERSIONS = new Set<string>(SUPPORTED_PROTOCOL_VERSIONS);
+
+/** Deepest JSON nesting accepted; deeper bodies cannot be re-serialised by the SDK (stack). */
+const MAX_JSON_DEPTH = 64;
+
+/** Methods whose handling needs Redis: answered 503 + Retry-After while it is unreachable (D10). */
+const NEEDS_REDIS = new Set(['tasks/get', 'tasks/update', 'tasks/cancel']);
+
+export interface McpRoute {
+  /** Registers `/mcp` on `app`. */
+  register(app: FastifyInstance): void;
+  /** Aborts every in-flight SDK exchange (last step of shutdown). */
+  close(): Promise<void>;
+  /** Ends every task listen stream with its final result (shutdown). */
+  closeListens(): void;
+}
+
+export function createMcpRoute(gw: Gateway, redisHealth: RedisHealth): McpRoute {
+  const { config, log } = gw;
+  const factory = createServerFactory(gw);
+  const handlerOptions = {
+    legacy: 'stateless' as const,
+    maxRequestBodySize: config.maxBodyBytes,
+    keepAliveMs: config.sync.keepAliveMs,
+    onerror: (e: Error) => log.debug({ err: e.message }, 'mcp.rejected'),
+  };
+  const adapterOptions = {
+    maxRequestBodySize: config.maxBodyBytes,
+    onerror: (e: Error) => log.error({ err: e }, 'mcp.adapter_error'),
+  };
+  const handler = createMcpHandler(factory, handlerOptions);
+  const streamHandler = createMcpHandler(factory, { ...handlerOptions, responseMode: 'sse' });
+  const mcp = toNodeHandler(handler, adapterOptions);
+  const mcpStream = toNodeHandler(streamHandler, adapterOptions);
+  const taskListen = createTaskListen(gw);
+
+  const needsRedis = (c: Classification) => (c.method !== undefined && NEEDS_REDIS.has(c.method)) || toolNeedsRedis(c);
+
+  return {
+    register(app) {
+      app.route({
+        method: ['POST', 'GET', 'DELETE'],
+        url: '/mcp',
+        // H-03: a present Origin that is not allowed → 403 (DNS rebinding defence).
+        onRequest: async (req, reply) => {
+          const origin = req.headers.origin;
+          if (origin === undefined) return;
+          const v = validateOriginHeader(origin, config.allowedOrigins);
+          if (!v.ok) return reply.code(403).send(jsonRpcErrorBody(null, ErrorCode.InvalidRequest, `Forbidden: ${v.message}`));
+        },
+        handler: async (req: FastifyRequest, reply) => {
+          const body = req.body as McpBody | undefined;
+          if (jsonDepthExceeds(body, MAX_JSON_DEPTH)) {
+            return reply.code(400).send(jsonRpcErrorBody(null, ErrorCode.InvalidRequest, `Request nested deeper than ${MAX_JSON_DEPTH} levels`));
+          }
+          const c = classify(body, gw.registry);
+          if (needsRedis(c) && !redisHealth.ok) {
+            return reply.code(503).header('retry-after', '5').send(jsonRpcErrorBody(c.id, ErrorCode.InternalError, 'Task store unavailable; retry later'));
+          }
+          const principal = 'anonymous'; // until authentication lands (D9)
+          // T-49: asking for task notifications requires declaring the extension on the request.
+          if (c.listensToTasks && c.era === 'modern') {
+            if (!c.declaresTasks) {
+              return reply.code(400).send(
+                jsonRpcErrorBody(
+                  c.id,
+                  ErrorCode.MissingRequiredClientCapability,
+                  'Missing required client capability: notifications.taskIds needs the io.modelcontextprotocol/tasks extension declared on the request',
+                  { requiredCapabilities: { extensions: { [TASKS_EXTENSION]: {} } } },
+                ),
+              );
+            }
+            return taskListen.serve(req, reply, body!, principal);
+          }
+          // A known client bug (clients.md 5c): after negotiating an older revision, the client
+          // sends a newer MCP-Protocol-Version header. On the 2025 lane the negotiated version is
+          // what counts, so an unknown value there is dropped rather than refused with 400.
+          const headerVersion = req.headers['mcp-protocol-version'];
+          if (body && typeof body === 'object' && c.era === 'legacy' && typeof headerVersion === 'string' && !LEGACY_VERSIONS.has(headerVersion)) {
+            log.debug({ headerVersion, method: c.method }, 'mcp.legacy_header_version_ignored');
+            delete req.raw.headers['mcp-protocol-version'];
+          }
+          const exchange: Exchange = { principal, classification: c, rawInputResponses: body?.params?.inputResponses };
+          (req.raw as unknown as { auth: unknown }).auth = { token: '', clientId: principal, scopes: [], extra: { exchange } };
+          reply.raw.once('close', () => {
+            // D4: a client that vanished before the handle reached it cannot know the task.
+            if (exchange.createdTaskId && !reply.raw.writableFinished) {
+              log.info({ taskId: exchange.createdTaskId }, 'task.handle_undelivered');
+              gw.store.requestCancel(exchange.createdTaskId, 'Cancelled: the task handle could not be delivered').catch(() => undefined);
+            }
+          });
+          reply.hijack();
+          primeSse(reply.raw);
+          const held = c.era === 'modern' && c.lane === 'sync';
+          await (held ? mcpStream : mcp)(req.raw, reply.raw, req.body);
+        },
+      });
+    },
+    close: async () => {
+      await Promise.allSettled([handler.close(), streamHandler.close()]);
+    },
+    closeListens: () => taskListen.closeAll(),
+  };
+}
+
+/** True when `value` nests objects/arrays deeper than `max` (iterative: no recursion). */
+function jsonDepthExceeds(value: unknown, max: number): boolean {
+  const stack: [unknown, number][] = [[value, 1]];
+  while (stack.length) {
+    const [v, depth] = stack.pop()!;
+    if (typeof v !== 'object' || v === null) continue;
+    if (depth > max) return true;
+    for (const child of Array.isArray(v) ? v : Object.values(v)) {
+      if (typeof child === 'object' && child !== null) stack.push([child, depth + 1]);
+    }
+  }
+  return false;
+}

@@ -1,0 +1,72 @@
+/**
+ * The MCP server factory: one fresh low-level `Server` per request (sdk-notes §1.3), wired to
+ * the process-wide `Gateway`. It only registers handlers; each lives in its own module:
+ *  - `tools/list`  the enabled tools (registry, built once);
+ *  - `tools/call`  tools-call.ts;
+ *  - `tasks/get`, `tasks/update`, `tasks/cancel`  tasks-methods.ts (Tasks extension).
+ * `server/discover`, header validation (`-32020`), version errors (`-32022`), `-32601` for
+ * `tasks/list` / `tasks/result`, and the verification of `requestState` (through our codec) are
+ * the SDK's.
+ */
+import { Server, type McpServerFactory, type ServerContext } from '@modelcontextprotocol/server';
+import { z } from 'zod';
+import type { Era } from './classify.js';
+import { exchangeOf, SERVER_INFO, type Call, type Exchange, type Gateway } from './context.js';
+import { TASKS_EXTENSION } from './errors.js';
+import { cancelTask, gateTasks, getTask, updateTask } from './tasks-methods.js';
+import { toolsCall } from './tools-call.js';
+
+const TaskIdParams = z.object({ taskId: z.string() }).passthrough();
+
+/** An exchange for a request the route did not classify (in-process use of the factory). */
+const bareExchange = (): Exchange => ({
+  principal: 'anonymous',
+  classification: { era: 'modern', method: undefined, id: undefined, caps: {}, declaresTasks: false, listensToTasks: false },
+});
+
+/** The per-invocation `Call` built from the SDK context and the route's exchange. */
+function callOf(era: Era, ctx: ServerContext): Call {
+  const exchange = exchangeOf(ctx) ?? bareExchange();
+  const envelope = ctx.mcpReq.envelope as Record<string, unknown> | undefined;
+  const raw = envelope?.['io.modelcontextprotocol/clientCapabilities'];
+  const caps = era === 'modern' && raw && typeof raw === 'object' ? (raw as Record<string, unknown>) : {};
+  const ext = caps.extensions as Record<string, unknown> | undefined;
+  return { era, principal: exchange.principal, caps, declaresTasks: era === 'modern' && !!ext && ext[TASKS_EXTENSION] !== undefined, exchange, ctx };
+}
+
+/** Builds the per-request server factory over the process-wide gateway services. */
+export function createServerFactory(gw: Gateway): McpServerFactory {
+  return ({ era }) => {
+    const server = new Server(SERVER_INFO, {
+      // The extension exists only on the 2026-07-28 wire (T-07); 2025 clients never get tasks.
+      capabilities: era === 'modern' ? { tools: {}, extensions: { [TASKS_EXTENSION]: {} } } : { tools: {} },
+      requestState: { verify: (state, ctx) => gw.codec.verify(state, callOf(era, ctx).principal) },
+    });
+
+    server.setRequestHandler('tools/list', async () => ({ tools: gw.registry.list() as never }));
+
+    server.setRequestHandler('tools/call', async (request, ctx) => {
+      return (await toolsCall(gw, callOf(era, ctx), request.params as { name: string; arguments?: Record<string, unknown> })) as never;
+    });
+
+    server.setRequestHandler('tasks/get', { params: TaskIdParams }, async (params, ctx) => {
+      const call = callOf(era, ctx);
+      gateTasks(era, call.declaresTasks, 'tasks/get');
+      return (await getTask(gw, call.principal, params.taskId)) as never;
+    });
+
+    server.setRequestHandler('tasks/update', { params: TaskIdParams }, async (params, ctx) => {
+      const call = callOf(era, ctx);
+      gateTasks(era, call.declaresTasks, 'tasks/update');
+      return updateTask(gw, call.principal, params.taskId, call.exchange.rawInputResponses, ctx.mcpReq.droppedInputResponseKeys ?? []);
+    });
+
+    server.setRequestHandler('tasks/cancel', { params: TaskIdParams }, async (params, ctx) => {
+      const call = callOf(era, ctx);
+      gateTasks(era, call.declaresTasks, 'tasks/cancel');
+      return cancelTask(gw, call.principal, params.taskId);
+    });
+
+    return server;
+  };
+}

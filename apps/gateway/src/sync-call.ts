@@ -1,0 +1,159 @@
+/**
+ * A synchronous call (design D1, D6): the tool runs on a worker while this request is held open
+ * as SSE, until its task ends, asks for input, or runs out of budget.
+ *
+ *  - progress: the worker's reports are relayed from the task's progress stream as
+ *    `notifications/progress` (progress.ts: exact token, strictly increasing, heartbeats);
+ *  - the record and the stream are re-read on every message of the task's channel and at least
+ *    once a second (D5: messages are hints);
+ *  - the request holds the call (`renewHolder`): a killed gateway stops renewing and the
+ *    reconciler cancels its call; closing the request cancels it when it was the last holder
+ *    (C-01);
+ *  - input: MRTR `input_required` with a `sync` continuation; the retry answers the task and
+ *    waits again (`resumeSync`);
+ *  - budget / shutdown: the call is handed off (handoff.ts).
+ */
+import { inputRequired as sdkInputRequired, ProtocolError } from '@modelcontextprotocol/server';
+import type { TaskRecord } from '@mcp-tasks/task-store';
+import type { ToolDefinition } from '@mcp-tasks/tools';
+import type { Call, Gateway } from './context.js';
+import { ErrorCode, invalidParams, storeUnavailable } from './errors.js';
+import { handedOffResult, handOff } from './handoff.js';
+import { digest, nonce } from './mrtr.js';
+import { ProgressRelay, progressTokenOf } from './progress.js';
+import { answerTask } from './tasks-methods.js';
+
+/** Budget of a synchronous call of `tool` (ms): per-tool override, the tool's own, the default. */
+export const budgetOf = (gw: Gateway, tool: ToolDefinition) => gw.config.sync.budgetMsByTool[tool.name] ?? tool.syncBudgetMs ?? gw.config.sync.budgetMs;
+
+/**
+ * Holds the call until its task ends or asks for input, relaying progress.
+ * @param fromId progress stream id to relay after (`'0'` for a new call; the last id before
+ * the answers were applied, for an MRTR retry).
+ * @returns the tool's CallToolResult, MRTR `input_required`, or the hand-off result.
+ * @throws the task's JSON-RPC error when it failed; `-32603` when Redis is unreachable.
+ */
+export async function waitSync(gw: Gateway, call: Call, taskId: string, tool: ToolDefinition, args: unknown, fromId = '0') {
+  const { config, store, events, log } = gw;
+  const signal = call.ctx.mcpReq.signal;
+  const started = Date.now();
+  const budgetMs = budgetOf(gw, tool);
+  const deadline = started + budgetMs;
+  const relay = new ProgressRelay(
+    progressTokenOf(call.ctx.mcpReq._meta as Record<string, unknown> | undefined),
+    (params) => call.ctx.mcpReq.notify({ method: 'notifications/progress', params: { ...params } }),
+    config.sync.progressHeartbeatMs,
+    fromId,
+    started,
+  );
+  /** Relays new progress events (none is read when the request has no token). */
+  const pump = async () => {
+    if (!relay.active) return;
+    const rows = await store.readProgress(taskId, relay.lastId).catch(() => []);
+    if (!signal.aborted) await relay.push(rows);
+  };
+  // Watching from before the first read: a message that arrives while this loop reads or
+  // writes is kept for the next wait, not lost.
+  const watch = await events.watch(store.channel(taskId));
+  const wake = AbortSignal.any([signal, gw.shutdown]);
+  // This request holds the call; renewing tells the reconciler it is still here (a killed
+  // gateway stops renewing, and its call is cancelled).
+  const renewEvery = Math.max(500, Math.floor(config.worker.syncHolderTimeoutMs / 3));
+  let renewedAt = Date.now();
+  let holding = (await store.renewHolder(taskId, 1).catch(() => -1)) > 0;
+  try {
+    for (;;) {
+      if (Date.now() - renewedAt >= renewEvery) {
+        renewedAt = Date.now();
+        await store.renewHolder(taskId, 0).catch(() => -1);
+      }
+      if (signal.aborted) {
+        relay.close();
+        // C-01: the client closed the request. Another request may hold the same call (a
+        // retry sent twice): cancel only when this was the last holder.
+        // -1 = no longer a synchronous call (handed off: only tasks/cancel ends it now).
+        const left = holding ? await store.renewHolder(taskId, -1).catch(() => -1) : -1;
+        holding = false;
+        if (left === 0) await store.requestCancel(taskId, 'Cancelled: the client closed the request').catch(() => undefined);
+        log.info({ taskId, tool: tool.name, holdersLeft: left, afterMs: Date.now() - started }, 'sync.disconnected');
+        throw new ProtocolError(ErrorCode.InternalError, 'Request cancelled by client disconnect');
+      }
+      let rec: TaskRecord | null;
+      try {
+        rec = await store.get(taskId);
+      } catch (e) {
+        log.warn({ taskId, err: (e as Error).message }, 'sync.store_unavailable');
+        throw storeUnavailable();
+      }
+      if (!rec) throw new ProtocolError(ErrorCode.InternalError, 'The task record expired before the tool finished');
+      if (rec.status !== 'working') {
+        // Every progress event was written before the status changed: relay them all, then
+        // nothing more (P-02, B-12e).
+        await pump();
+        relay.close();
+      }
+      switch (rec.status) {
+        case 'completed':
+          return { ...(rec.result ?? { content: [] }) };
+        case 'failed':
+          throw new ProtocolError(rec.error?.code ?? ErrorCode.InternalError, rec.error?.message ?? 'Tool failed', rec.error?.data);
+        case 'cancelled':
+          return { content: [{ type: 'text', text: rec.statusMessage ?? 'The tool was cancelled.' }], isError: true };
+        case 'input_required': {
+          if (call.caps.elicitation === undefined) {
+            await store.requestCancel(taskId, 'Cancelled: the client cannot answer input requests');
+            return {
+              content: [{ type: 'text', text: `${tool.name} needs to ask the user a question, but this client did not declare the elicitation capability.` }],
+              isError: true,
+            };
+          }
+          return sdkInputRequired({
+            inputRequests: rec.inputRequests as never,
+            requestState: await gw.codec.mint({ k: 'sync', tool: tool.name, args: digest(args), taskId, n: nonce() }, call.principal),
+          });
+        }
+        default: {
+          await pump();
+          await relay.heartbeat();
+          if (Date.now() >= deadline || gw.shutdown.aborted) {
+            const handed = await handOff(gw, call, rec, tool, budgetMs, gw.shutdown.aborted ? 'shutdown' : 'budget');
+            if (handed) {
+              relay.close();
+              return handed;
+            }
+            continue; // it ended meanwhile: answer normally
+          }
+          await watch.wait(Math.min(1000, relay.heartbeatDueIn(), Math.max(0, deadline - Date.now())), wake);
+        }
+      }
+    }
+  } finally {
+    relay.close();
+    if (holding) await store.renewHolder(taskId, -1).catch(() => 0);
+    await watch.close();
+  }
+}
+
+/**
+ * The MRTR retry of a synchronous call whose task asked for input: applies the answers and
+ * waits again. After a hand-off (budget, or the gateway that held it shut down) the answers
+ * still count and the call ends with the hand-off result again.
+ */
+export async function resumeSync(gw: Gateway, call: Call, taskId: string, tool: ToolDefinition, args: unknown, responses: Record<string, unknown>) {
+  const { store } = gw;
+  const rec = await store.get(taskId);
+  if (!rec || rec.owner !== call.principal) throw invalidParams('requestState refers to a call that no longer exists');
+  if (rec.mode !== 'sync') {
+    if (rec.status === 'input_required') await answerTask(gw, rec, responses);
+    return handedOffResult((await store.get(taskId)) ?? rec, tool, 'was handed off to the background by an earlier request');
+  }
+  // Relay only what the next step reports.
+  const fromId = await store.lastProgressId(taskId).catch(() => '0');
+  if (rec.status === 'input_required') {
+    // Renew the hold before the task turns `working` again, so the reconciler never sees a
+    // working synchronous call with a stale holder.
+    await store.renewHolder(taskId, 0);
+    await answerTask(gw, rec, responses, 'sync');
+  }
+  return waitSync(gw, call, taskId, tool, args, fromId);
+}

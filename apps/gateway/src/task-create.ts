@@ -1,0 +1,112 @@
+/**
+ * Creating a task (D4, T-15): write the record, enqueue step 1, and only then hand out the id.
+ * Used by both lanes that run on a worker: `task` (the client gets a `CreateTaskResult`) and
+ * `sync` (the gateway holds the request until the result).
+ *
+ * If either write fails the client gets `-32603` and nothing is left behind: the record and the
+ * job are removed once Redis answers again (B-02c). If the client vanishes before the handle
+ * reaches it, the route cancels the task (nobody knows its id).
+ */
+import { newTaskId, stepJobId, TaskIdTakenError, type TaskMode, type TaskRecord } from '@mcp-tasks/task-store';
+import type { ToolDefinition } from '@mcp-tasks/tools';
+import type { Call, Gateway } from './context.js';
+import { storeUnavailable } from './errors.js';
+
+/**
+ * The part of a request's client capabilities a task keeps for its life (what input its tool
+ * may ask for): `elicitation`, `sampling`, `roots` (each `{}` if larger than 1 KB) and the
+ * names of declared extensions. The rest is dropped, so a client cannot park megabytes of
+ * `_meta` in Redis for the task's TTL.
+ */
+export function storedCapabilities(caps: Record<string, unknown>): Record<string, unknown> {
+  const out: Record<string, unknown> = {};
+  for (const k of ['elicitation', 'sampling', 'roots']) {
+    const v = caps[k];
+    if (v === undefined || v === null || typeof v !== 'object') continue;
+    out[k] = JSON.stringify(v).length <= 1024 ? v : {};
+  }
+  const ext = caps.extensions;
+  if (ext && typeof ext === 'object') {
+    out.extensions = Object.fromEntries(Object.keys(ext).filter((n) => n.length <= 200).slice(0, 20).map((n) => [n, {}]));
+  }
+  return out;
+}
+
+/**
+ * When the reconciler first looks at a task (ms from now): a synchronous call as soon as its
+ * hold could have lapsed (a dead gateway's call is cancelled within SYNC_HOLDER_TIMEOUT_MS +
+ * RECONCILE_INTERVAL_MS), any task after RECONCILE_AFTER_MS.
+ */
+export function firstCheckMs(gw: Gateway, mode: TaskMode): number {
+  const w = gw.config.worker;
+  return mode === 'sync' ? Math.min(w.reconcileAfterMs, w.syncHolderTimeoutMs + 1) : w.reconcileAfterMs;
+}
+
+/**
+ * Creates a task for `call` in `mode`, enqueues step 1, and returns the durable record (T-15).
+ * @throws `-32603` "Task store unavailable" when either write fails (nothing is left behind).
+ */
+export async function startTask(gw: Gateway, call: Call, tool: ToolDefinition, args: unknown, mode: TaskMode): Promise<TaskRecord> {
+  const { config, store, queues, log } = gw;
+  const taskId = newTaskId();
+  let rec: TaskRecord;
+  try {
+    rec = await store.create(
+      {
+        owner: call.principal,
+        tool: tool.name,
+        args,
+        mode,
+        ttlMs: config.task.ttlMs,
+        pollIntervalMs: config.task.pollIntervalMs,
+        clientCapabilities: storedCapabilities(call.caps),
+      },
+      taskId,
+    );
+  } catch (e) {
+    log.error({ err: (e as Error).message, taskId, tool: tool.name }, 'task.create_failed');
+    // The write may still have landed (the reply was lost): remove it once Redis answers.
+    // Never for a taken id: that record belongs to another task.
+    if (!(e instanceof TaskIdTakenError)) void removeAbandoned(gw, taskId);
+    throw storeUnavailable();
+  }
+  // Indexed for the reconciler before the enqueue: a gateway that dies right here leaves a
+  // record the reconciler finds ("job lost") rather than one nobody looks at.
+  store.scheduleReconcile(rec.taskId, firstCheckMs(gw, mode), config.task.ttlMs).catch(() => undefined);
+  try {
+    await queues.enqueueStep(rec.taskId, 1);
+  } catch (e) {
+    // Nothing may be left behind without a handle (D4, B-02c): the client gets an error.
+    log.error({ err: (e as Error).message, taskId: rec.taskId }, 'task.enqueue_failed');
+    void removeAbandoned(gw, rec.taskId);
+    throw storeUnavailable();
+  }
+  log.info({ taskId: rec.taskId, tool: tool.name, principal: call.principal, mode }, 'task.created');
+  return rec;
+}
+
+/**
+ * Deletes the record and step-1 job of a task whose creation failed (the client got an error,
+ * so nobody may ever see it run, D4). Redis is usually the reason it failed, so this retries
+ * (250 ms → 2 s apart, for up to 2 minutes) until the record is gone and no job remains. A
+ * worker that claims the step first finds no record and does nothing.
+ */
+export async function removeAbandoned(gw: Gateway, taskId: string): Promise<void> {
+  const { store, queues, log } = gw;
+  const jobId = stepJobId(taskId, 1);
+  const until = Date.now() + 120_000;
+  for (let wait = 250; Date.now() < until; wait = Math.min(wait * 2, 2000)) {
+    try {
+      await store.remove(taskId);
+      await queues.tools.remove(jobId);
+      if ((await queues.tools.getJobState(jobId)) === 'unknown') {
+        log.info({ taskId }, 'task.abandoned_removed');
+        return;
+      }
+    } catch {
+      // Redis still away: try again.
+    }
+    await new Promise((r) => setTimeout(r, wait));
+  }
+  log.error({ taskId }, 'task.abandoned_not_removed');
+}

@@ -1,0 +1,94 @@
+/**
+ * `tasks/get`, `tasks/update`, `tasks/cancel` (Tasks extension §7, §9, §10) as plain functions
+ * of the caller's principal and the params, so the SDK handlers (server-factory.ts) and any
+ * other path share one implementation. Also the answering of a task's questions, shared with
+ * synchronous MRTR retries (sync-call.ts) and `task_status` (task-status.ts).
+ *
+ * Order of checks: the extension gate first (T-05; before any lookup, so an unknown id from a
+ * non-declaring client still gets `-32021`), then the id's shape, one read, the owner and mode
+ * (someone else's task, or a synchronous call's, is "not found": `-32602`, T-44), then one Lua
+ * script.
+ */
+import { ProtocolError } from '@modelcontextprotocol/server';
+import { isWellFormedTaskId, toDetailedTask, type ApplyOutcome, type DetailedTask, type TaskMode, type TaskRecord } from '@mcp-tasks/task-store';
+import type { Gateway } from './context.js';
+import type { Era } from './classify.js';
+import { validateInputResponses } from './answers.js';
+import { firstCheckMs } from './task-create.js';
+import { ErrorCode, invalidParams, taskNotFound, tasksExtensionRequired } from './errors.js';
+
+/**
+ * The Tasks extension gate, before any lookup (T-05): under 2025-11-25 there are no tasks here
+ * (we do not offer the legacy tasks capability, T-07) → `-32601`; a 2026 request that does not
+ * declare the extension → `-32021`.
+ */
+export function gateTasks(era: Era, declaresTasks: boolean, method: string): void {
+  if (era === 'legacy') throw new ProtocolError(ErrorCode.MethodNotFound, `Method not found: ${method} (no tasks under protocol 2025-11-25)`);
+  if (!declaresTasks) throw tasksExtensionRequired(method);
+}
+
+/** Reads a task the caller may see; `-32602` for unknown, expired, malformed or foreign ids (T-44). */
+export async function ownTask(gw: Gateway, principal: string, taskId: unknown): Promise<TaskRecord> {
+  if (!isWellFormedTaskId(taskId)) throw taskNotFound();
+  const rec = await gw.store.get(taskId);
+  if (!rec || rec.mode !== 'task' || rec.owner !== principal) throw taskNotFound();
+  return rec;
+}
+
+/** `tasks/get` (T-21, T-22): a pure read, one HGETALL. */
+export async function getTask(gw: Gateway, principal: string, taskId: unknown): Promise<DetailedTask> {
+  return toDetailedTask(await ownTask(gw, principal, taskId));
+}
+
+/**
+ * `tasks/update` (T-27..T-32): answers applied atomically before the ack (read-your-writes).
+ * @param rawResponses `params.inputResponses` exactly as sent (must be an object, T-27).
+ * @param droppedKeys keys the SDK dropped because their value was not a bare response.
+ */
+export async function updateTask(gw: Gateway, principal: string, taskId: unknown, rawResponses: unknown, droppedKeys: string[] = []): Promise<Record<string, never>> {
+  const rec = await ownTask(gw, principal, taskId);
+  const dropped = droppedKeys.filter((k) => k in rec.inputRequests);
+  if (dropped.length) throw invalidParams(`inputResponses["${dropped[0]}"] is not a valid response`);
+  if (rec.status !== 'input_required') {
+    validateInputResponses({}, rawResponses); // still -32602 when it is not an object (T-27)
+    return {};
+  }
+  const r = await answerTask(gw, rec, rawResponses);
+  const unknown = Object.keys(rawResponses as Record<string, unknown>).filter((k) => !(k in rec.inputRequests));
+  if (unknown.length) gw.log.warn({ taskId: rec.taskId, keys: unknown.slice(0, 10), count: unknown.length }, 'task.update_unknown_keys');
+  gw.log.info({ taskId: rec.taskId, outcome: r.code }, 'task.updated');
+  return {};
+}
+
+/** `tasks/cancel` (T-35..T-38): ack at once; a terminal task acks unchanged. */
+export async function cancelTask(gw: Gateway, principal: string, taskId: unknown): Promise<Record<string, never>> {
+  const rec = await ownTask(gw, principal, taskId);
+  const r = await gw.store.requestCancel(rec.taskId);
+  if (r.code === 'gone') throw taskNotFound();
+  gw.log.info({ taskId: rec.taskId, outcome: r.code }, 'task.cancel');
+  return {};
+}
+
+/**
+ * Answers a task's open questions (tasks/update, an MRTR retry of a synchronous call,
+ * task_status): validates them against the requests issued (E-05, `-32602`), applies them
+ * atomically, and enqueues the next step once the last one is in (D2).
+ */
+export async function answerTask(gw: Gateway, rec: TaskRecord, responses: unknown, mode: TaskMode = 'task'): Promise<ApplyOutcome> {
+  validateInputResponses(rec.inputRequests, responses);
+  const r = await gw.store.applyInputResponses(rec.taskId, responses);
+  if (r.code === 'resumed') await resumeStep(gw, rec.taskId, r.step, mode);
+  return r;
+}
+
+/** Enqueues the next step after the last answer (D2); the reconciler covers a lost enqueue. */
+export async function resumeStep(gw: Gateway, taskId: string, step: number, mode: TaskMode = 'task'): Promise<void> {
+  const { queues, store, log, config } = gw;
+  try {
+    await queues.enqueueStep(taskId, step);
+  } catch (e) {
+    log.error({ err: (e as Error).message, taskId, step }, 'task.resume_enqueue_failed');
+  }
+  queues.cancelInputTimeout(taskId, step - 1).catch(() => undefined);
+  store.scheduleReconcile(taskId, firstCheckMs(gw, mode), config.task.ttlMs).catch(() => undefined);
+}
