@@ -7,6 +7,11 @@
  * an elicitation must be an ElicitResult (`action` accept | decline | cancel); an accepted
  * form's `content` must satisfy the `requestedSchema` the server sent (E-05, checked with Ajv,
  * JSON Schema 2020-12). Errors are JSON-RPC `-32602` (B-05.2).
+ *
+ * What is kept (`acceptedAnswers`): only answers to outstanding keys, each reduced to what its
+ * request asked for — `action`, and for an accepted form only the fields its `requestedSchema`
+ * declares — so a client cannot park extra data in a task record (case N-09). The whole
+ * `inputResponses` is at most MAX_INPUT_RESPONSES_BYTES (64 KB) of JSON.
  */
 import { Ajv2020, type ValidateFunction } from 'ajv/dist/2020.js';
 import addFormats from 'ajv-formats';
@@ -58,4 +63,39 @@ export function validateInputResponses(outstanding: Record<string, unknown>, res
       }
     }
   }
+}
+
+/** Serialized JSON size of a value, in bytes (UTF-8). */
+export function jsonBytes(v: unknown): number {
+  return Buffer.byteLength(JSON.stringify(v ?? null) ?? '', 'utf8');
+}
+
+/**
+ * Validates `responses` against the `outstanding` requests and returns only what may be stored:
+ * answers to outstanding keys, each reduced to what its request asked for.
+ * @param maxBytes largest accepted `inputResponses` (serialized JSON bytes).
+ * @throws ProtocolError -32602 when too large or invalid (see `validateInputResponses`).
+ */
+export function acceptedAnswers(outstanding: Record<string, unknown>, responses: unknown, maxBytes: number): Record<string, unknown> {
+  if (isObject(responses) && jsonBytes(responses) > maxBytes) {
+    throw invalidParams(`inputResponses is larger than ${maxBytes} bytes`);
+  }
+  validateInputResponses(outstanding, responses);
+  const out: Record<string, unknown> = {};
+  for (const [key, req] of Object.entries(outstanding) as [string, { method?: string; params?: { requestedSchema?: { properties?: Record<string, unknown> }; mode?: string } }][]) {
+    if (!Object.hasOwn(responses, key)) continue;
+    const value = responses[key] as Record<string, unknown>;
+    if (req.method !== 'elicitation/create') {
+      out[key] = value;
+      continue;
+    }
+    const answer: Record<string, unknown> = { action: value.action };
+    if (value.action === 'accept' && isObject(value.content)) {
+      const declared = req.params?.requestedSchema?.properties;
+      const content = value.content;
+      answer.content = declared ? Object.fromEntries(Object.keys(declared).filter((f) => Object.hasOwn(content, f)).map((f) => [f, content[f]])) : {};
+    }
+    out[key] = answer;
+  }
+  return out;
 }

@@ -12,6 +12,7 @@ import type { RedisHealth } from '@mcp-tasks/jobs';
 import type { Gateway, GatewayDeps } from './context.js';
 import { ErrorCode, jsonRpcErrorBody } from './errors.js';
 import { registerHealth } from './health.js';
+import { registerLimits } from './limits.js';
 import { createMcpRoute } from './mcp-route.js';
 import type { Continuation, StateCodec } from './mrtr.js';
 
@@ -43,15 +44,18 @@ function stateCodec(deps: GatewayDeps): StateCodec<Continuation> {
   return { mint: (p, principal) => sdk.mint(p, as(principal)), verify: (s, principal) => sdk.verify(s, as(principal)) };
 }
 
-export function buildApp(deps: AppDeps): GatewayApp {
+export async function buildApp(deps: AppDeps): Promise<GatewayApp> {
   const { config, log, redis, redisHealth } = deps;
   const app = Fastify({
     // Per-request access logs are off (level warn); the MCP handlers log task events.
     loggerInstance: log.child({ component: 'http' }, { level: 'warn' }),
     bodyLimit: config.maxBodyBytes,
-    // Long SSE responses must never be cut by the server (B-10): no request/connection
-    // timeout; keep-alive above common load balancer idle timeouts (60 s).
-    requestTimeout: 0,
+    // A request (headers and body) must arrive within BODY_READ_TIMEOUT_MS (slow clients are cut
+    // with 408, checked every second). Node applies it to receiving the request only: long SSE
+    // responses are never cut by the server (B-10); no idle-socket timeout either; keep-alive
+    // above common load balancer idle timeouts (60 s).
+    requestTimeout: config.limits.bodyReadTimeoutMs,
+    http: { headersTimeout: Math.min(60_000, config.limits.bodyReadTimeoutMs), connectionsCheckingInterval: 1000 },
     connectionTimeout: 0,
     keepAliveTimeout: 72_000,
     // While closing, requests still read are served (in-flight work finishes); new
@@ -86,7 +90,8 @@ export function buildApp(deps: AppDeps): GatewayApp {
 
   const shutdown = new AbortController();
   const gw: Gateway = { ...deps, codec: stateCodec(deps), shutdown: shutdown.signal };
-  const mcp = createMcpRoute(gw, redisHealth);
+  const limits = await registerLimits(app, redis, config);
+  const mcp = createMcpRoute(gw, redisHealth, limits);
   mcp.register(app);
 
   return Object.assign(app, {

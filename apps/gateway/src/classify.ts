@@ -14,6 +14,7 @@
  * asks questions without the capability it needs (`-32021`, B-07; on the 2025 lane an `isError`
  * result, the SDK's legacy transport cannot ask).
  */
+import { classifyInboundRequest, type InboundLadderRejection } from '@modelcontextprotocol/server';
 import type { ToolDefinition, ToolRegistry } from '@mcp-tasks/tools';
 import { TASKS_EXTENSION } from './errors.js';
 
@@ -53,6 +54,15 @@ export interface Classification {
   missingCaps?: Record<string, unknown>;
   /** `tools/call`: the lane it runs in; absent when it is answered at once with an error. */
   lane?: Lane;
+  /**
+   * Why the SDK's validation ladder refuses the request (version, `MCP-Protocol-Version` /
+   * `Mcp-Method` / `Mcp-Name` against the body, `_meta` envelope: H-11, H-12, H-15, B-05), when
+   * the HTTP request was given. The SDK answers such a request itself; nothing is counted or
+   * written for it.
+   */
+  rejected?: InboundLadderRejection;
+  /** The request carries a `requestState` (an MRTR retry continuing earlier work). */
+  continues: boolean;
 }
 
 const isObject = (v: unknown): v is Record<string, any> => typeof v === 'object' && v !== null && !Array.isArray(v);
@@ -69,8 +79,25 @@ export function missingCaps(required: Record<string, unknown> | undefined, caps:
   return Object.keys(missing).length ? missing : undefined;
 }
 
+/** The HTTP side of a request, for the SDK's validation ladder. */
+export interface HttpSide {
+  method: string;
+  headers: Record<string, string | string[] | undefined>;
+}
+
+const first = (v: string | string[] | undefined) => (Array.isArray(v) ? v[0] : v);
+
+export interface ClassifyOptions {
+  /** Headers and method: run the SDK's ladder too (`rejected`). */
+  http?: HttpSide;
+  /** Largest `tools/call` arguments, serialized JSON bytes (MAX_ARGUMENTS_BYTES). */
+  maxArgumentsBytes?: number;
+  /** Size of the whole body in bytes, when known: arguments cannot be larger. */
+  bodyBytes?: number;
+}
+
 /** Classifies a parsed JSON body (any JSON value: non-objects classify as an unknown method). */
-export function classify(body: unknown, registry: ToolRegistry): Classification {
+export function classify(body: unknown, registry: ToolRegistry, o: ClassifyOptions = {}): Classification {
   const b: McpBody = isObject(body) ? (body as McpBody) : {};
   const era = eraOf(b);
   const rawCaps = b.params?._meta?.['io.modelcontextprotocol/clientCapabilities'];
@@ -83,12 +110,32 @@ export function classify(body: unknown, registry: ToolRegistry): Classification 
     caps,
     declaresTasks,
     listensToTasks: b.method === 'subscriptions/listen' && b.params?.notifications?.taskIds !== undefined,
+    continues: typeof (b.params as Record<string, unknown> | undefined)?.requestState === 'string',
   };
+  if (o.http) {
+    const h = o.http.headers;
+    const outcome = classifyInboundRequest({
+      httpMethod: o.http.method,
+      protocolVersionHeader: first(h['mcp-protocol-version']),
+      mcpMethodHeader: first(h['mcp-method']),
+      mcpNameHeader: first(h['mcp-name']),
+      body,
+    });
+    if (outcome.kind === 'reject') c.rejected = outcome;
+  }
   if (c.method !== 'tools/call') return c;
 
   const tool = registry.get(String(b.params?.name ?? ''));
   if (!tool) return c;
   c.tool = tool;
+  const max = o.maxArgumentsBytes;
+  if (max !== undefined && !(o.bodyBytes !== undefined && o.bodyBytes <= max)) {
+    const bytes = Buffer.byteLength(JSON.stringify(b.params?.arguments ?? {}), 'utf8');
+    if (bytes > max) {
+      c.argsError = `the arguments are ${bytes} bytes of JSON, more than the ${max} allowed`;
+      return c;
+    }
+  }
   const parsed = tool.inputSchema.safeParse(b.params?.arguments ?? {});
   if (!parsed.success) {
     c.argsError = parsed.error.issues.map((i) => `${i.path.join('.') || '(root)'}: ${i.message}`).join('; ');

@@ -21,6 +21,7 @@
  * | -32020  | 400  | `MCP-Protocol-Version` / `Mcp-Method` / `Mcp-Name` mismatch | H-11, H-15  |
  * | -32021  | 400  | client capability missing (tasks extension, elicitation)    | T-04, T-05, T-49, B-07 |
  * | -32022  | 400  | unsupported protocol version                                | H-12        |
+ * | -31429  | 429  | a per-principal limit (rate, outstanding tasks, listen streams), with `Retry-After` | D9, N-08 |
  * | (none)  | 431  | request headers too large (Node)                            | B-03        |
  *
  * A synchronous call's errors travel in its SSE stream (HTTP 200 already sent), except the
@@ -41,6 +42,8 @@ export const ErrorCode = {
   HeaderMismatch: -32020,
   MissingRequiredClientCapability: -32021,
   UnsupportedProtocolVersion: -32022,
+  /** A per-principal limit (application code: outside the ranges JSON-RPC and MCP reserve). */
+  LimitExceeded: -31429,
 } as const;
 
 /** `-32602` for an id that is unknown, expired, malformed or someone else's (T-33, T-37, T-44). */
@@ -63,6 +66,14 @@ export function tasksExtensionRequired(what: string): ProtocolError {
 
 export function invalidParams(message: string, data?: unknown): ProtocolError {
   return new ProtocolError(ErrorCode.InvalidParams, message, data);
+}
+
+/**
+ * `-32603` for an unexpected failure: the client gets a generic message and an error id, the
+ * log gets the details under the same id (no stack, path or key name in a response).
+ */
+export function internalError(what: string, errorId: string): ProtocolError {
+  return new ProtocolError(ErrorCode.InternalError, `${what} failed unexpectedly (error id ${errorId})`, { errorId });
 }
 
 /** `-32603` while Redis cannot be reached. */

@@ -49,7 +49,7 @@ async function main() {
   const unknownBudgets = Object.keys(config.sync.budgetMsByTool).filter((name) => !registry.get(name));
   if (unknownBudgets.length) log.warn({ tools: unknownBudgets }, 'config.sync_budget_unknown_tools: SYNC_BUDGET_MS_BY_TOOL names tools that are not enabled (MCP_TOOLSETS)');
   const redisHealth = watchRedis(redis);
-  const app = buildApp({ config, log, store, queues, events, registry, redis, redisHealth });
+  const app = await buildApp({ config, log, store, queues, events, registry, redis, redisHealth });
 
   try {
     await app.listen({ host: config.host, port: config.port });

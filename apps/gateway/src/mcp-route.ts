@@ -1,9 +1,11 @@
 /**
  * `POST /mcp` (and GET/DELETE, which the SDK answers 405): the one route of the MCP endpoint.
  *
- *   onRequest: Origin (H-03, 403)
- *   handler:   body depth (400) → classify once (classify.ts) → 503 while Redis is away for
- *              methods that need it (D10) → the lane:
+ *   onRequest:  Origin and Host (request-guards.ts: 403 / 400) → authentication → principal
+ *   preHandler: the per-principal request rate (limits.ts: 429)
+ *   handler:    body depth (400) → classify once (classify.ts) → 503 while Redis is away for
+ *               methods that need it (D10) → for a call that starts work, the creation rate
+ *               (429) → the lane:
  *                - `subscriptions/listen` for `taskIds` → listen.ts (T-39, T-49);
  *                - a 2026 `tools/call` held open while a worker runs it (lane `sync`) → the SDK
  *                  handler that answers `text/event-stream` at once (D1, D6);
@@ -13,13 +15,15 @@
  * The classification and the principal travel to the handlers in `authInfo.extra.exchange`.
  */
 import type { FastifyInstance, FastifyRequest } from 'fastify';
-import { createMcpHandler, SUPPORTED_PROTOCOL_VERSIONS, validateOriginHeader } from '@modelcontextprotocol/server';
+import { createMcpHandler, SUPPORTED_PROTOCOL_VERSIONS } from '@modelcontextprotocol/server';
 import { toNodeHandler } from '@modelcontextprotocol/node';
 import type { RedisHealth } from '@mcp-tasks/jobs';
 import { classify, toolNeedsRedis, type Classification, type McpBody } from './classify.js';
 import type { Exchange, Gateway } from './context.js';
 import { ErrorCode, jsonRpcErrorBody, TASKS_EXTENSION } from './errors.js';
+import { sendRefusal, type Limits } from './limits.js';
 import { createTaskListen } from './listen.js';
+import { requestGuards } from './request-guards.js';
 import { createServerFactory } from './server-factory.js';
 import { primeSse } from './sse.js';
 
@@ -41,7 +45,14 @@ export interface McpRoute {
   closeListens(): void;
 }
 
-export function createMcpRoute(gw: Gateway, redisHealth: RedisHealth): McpRoute {
+/** The caller of a request, set by authentication in `onRequest`. */
+declare module 'fastify' {
+  interface FastifyRequest {
+    principal: string;
+  }
+}
+
+export function createMcpRoute(gw: Gateway, redisHealth: RedisHealth, limits: Limits): McpRoute {
   const { config, log } = gw;
   const factory = createServerFactory(gw);
   const handlerOptions = {
@@ -64,26 +75,40 @@ export function createMcpRoute(gw: Gateway, redisHealth: RedisHealth): McpRoute 
 
   return {
     register(app) {
+      if (!app.hasRequestDecorator('principal')) app.decorateRequest('principal', '');
       app.route({
         method: ['POST', 'GET', 'DELETE'],
         url: '/mcp',
-        // H-03: a present Origin that is not allowed → 403 (DNS rebinding defence).
-        onRequest: async (req, reply) => {
-          const origin = req.headers.origin;
-          if (origin === undefined) return;
-          const v = validateOriginHeader(origin, config.allowedOrigins);
-          if (!v.ok) return reply.code(403).send(jsonRpcErrorBody(null, ErrorCode.InvalidRequest, `Forbidden: ${v.message}`));
+        onRequest: [
+          requestGuards(config),
+          async (req) => {
+            req.principal = 'anonymous'; // until authentication lands (D9)
+          },
+        ],
+        preHandler: async (req, reply) => {
+          const refused = await limits.request(req, req.principal);
+          if (refused) return sendRefusal(reply, (req.body as McpBody | undefined)?.id, refused);
         },
         handler: async (req: FastifyRequest, reply) => {
           const body = req.body as McpBody | undefined;
           if (jsonDepthExceeds(body, MAX_JSON_DEPTH)) {
             return reply.code(400).send(jsonRpcErrorBody(null, ErrorCode.InvalidRequest, `Request nested deeper than ${MAX_JSON_DEPTH} levels`));
           }
-          const c = classify(body, gw.registry);
+          const c = classify(body, gw.registry, {
+            maxArgumentsBytes: config.limits.maxArgumentsBytes,
+            bodyBytes: Number(req.headers['content-length']) || undefined,
+            http: { method: req.method, headers: req.headers },
+          });
           if (needsRedis(c) && !redisHealth.ok) {
             return reply.code(503).header('retry-after', '5').send(jsonRpcErrorBody(c.id, ErrorCode.InternalError, 'Task store unavailable; retry later'));
           }
-          const principal = 'anonymous'; // until authentication lands (D9)
+          const principal = req.principal;
+          // A call that starts work on a worker counts against the creation rate (not a retry
+          // continuing earlier work, and not a request the SDK's ladder refuses).
+          if ((c.lane === 'task' || c.lane === 'sync') && !c.continues && !c.rejected) {
+            const refused = await limits.creation(req, principal);
+            if (refused) return sendRefusal(reply, c.id, refused);
+          }
           // T-49: asking for task notifications requires declaring the extension on the request.
           if (c.listensToTasks && c.era === 'modern') {
             if (!c.declaresTasks) {

@@ -17,7 +17,7 @@ import { createHash, randomUUID } from 'node:crypto';
 import { inputRequired as sdkInputRequired } from '@modelcontextprotocol/server';
 import type { InputRequired, ToolDefinition } from '@mcp-tasks/tools';
 import type { Call, Gateway } from './context.js';
-import { validateInputResponses } from './answers.js';
+import { acceptedAnswers } from './answers.js';
 import { invalidParams } from './errors.js';
 
 /** A round run in the gateway (inline tools, pre-task rounds). */
@@ -62,15 +62,15 @@ export async function askRound(gw: Gateway, call: Call, k: MrtrRound['k'], tool:
  * Continues a gateway-run round: validates the answers against the requests issued (E-05),
  * asks again when one is missing (M-08) — spending the old state first — and otherwise spends
  * the continuation so a replayed retry cannot run the next step twice (M-07, B-17h).
- * @returns the step to run and its state, or the `input_required` to send back.
+ * @returns the step to run, its state and the accepted answers, or the `input_required` to send back.
  */
 export async function continueRound(gw: Gateway, call: Call, k: MrtrRound['k'], tool: ToolDefinition, args: unknown, responses: Record<string, unknown>) {
   const rs = continuationOf(call);
-  if (rs?.k !== k) return { step: 1, state: undefined as unknown };
-  validateInputResponses(rs.q, responses);
+  if (rs?.k !== k) return { step: 1, state: undefined as unknown, responses: {} };
+  const answers = acceptedAnswers(rs.q, responses, gw.config.limits.maxInputResponsesBytes);
   await spend(gw, rs.n);
-  if (Object.keys(rs.q).some((key) => !(key in responses))) {
+  if (Object.keys(rs.q).some((key) => !(key in answers))) {
     return { again: await askRound(gw, call, k, tool.name, args, rs.step, { inputRequests: rs.q as InputRequired['inputRequests'], state: rs.state }) };
   }
-  return { step: rs.step + 1, state: rs.state };
+  return { step: rs.step + 1, state: rs.state, responses: answers };
 }

@@ -21,7 +21,7 @@ const TaskIdParams = z.object({ taskId: z.string() }).passthrough();
 /** An exchange for a request the route did not classify (in-process use of the factory). */
 const bareExchange = (): Exchange => ({
   principal: 'anonymous',
-  classification: { era: 'modern', method: undefined, id: undefined, caps: {}, declaresTasks: false, listensToTasks: false },
+  classification: { era: 'modern', method: undefined, id: undefined, caps: {}, declaresTasks: false, listensToTasks: false, continues: false },
 });
 
 /** The per-invocation `Call` built from the SDK context and the route's exchange. */

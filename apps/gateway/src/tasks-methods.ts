@@ -13,7 +13,7 @@ import { ProtocolError } from '@modelcontextprotocol/server';
 import { isWellFormedTaskId, toDetailedTask, type ApplyOutcome, type DetailedTask, type TaskMode, type TaskRecord } from '@mcp-tasks/task-store';
 import type { Gateway } from './context.js';
 import type { Era } from './classify.js';
-import { validateInputResponses } from './answers.js';
+import { acceptedAnswers } from './answers.js';
 import { firstCheckMs } from './task-create.js';
 import { ErrorCode, invalidParams, taskNotFound, tasksExtensionRequired } from './errors.js';
 
@@ -50,7 +50,7 @@ export async function updateTask(gw: Gateway, principal: string, taskId: unknown
   const dropped = droppedKeys.filter((k) => k in rec.inputRequests);
   if (dropped.length) throw invalidParams(`inputResponses["${dropped[0]}"] is not a valid response`);
   if (rec.status !== 'input_required') {
-    validateInputResponses({}, rawResponses); // still -32602 when it is not an object (T-27)
+    acceptedAnswers({}, rawResponses, gw.config.limits.maxInputResponsesBytes); // still -32602 when it is not an object (T-27)
     return {};
   }
   const r = await answerTask(gw, rec, rawResponses);
@@ -75,8 +75,8 @@ export async function cancelTask(gw: Gateway, principal: string, taskId: unknown
  * atomically, and enqueues the next step once the last one is in (D2).
  */
 export async function answerTask(gw: Gateway, rec: TaskRecord, responses: unknown, mode: TaskMode = 'task'): Promise<ApplyOutcome> {
-  validateInputResponses(rec.inputRequests, responses);
-  const r = await gw.store.applyInputResponses(rec.taskId, responses);
+  const answers = acceptedAnswers(rec.inputRequests, responses, gw.config.limits.maxInputResponsesBytes);
+  const r = await gw.store.applyInputResponses(rec.taskId, answers);
   if (r.code === 'resumed') await resumeStep(gw, rec.taskId, r.step, mode);
   return r;
 }

@@ -11,12 +11,13 @@
  * (`-32602`), a task-only tool without the extension (`-32021`, T-04), a missing capability
  * (`-32021`, B-07; on the 2025 lane an `isError` result).
  */
+import { randomUUID } from 'node:crypto';
 import { ProtocolError } from '@modelcontextprotocol/server';
 import { toCreateTaskResult } from '@mcp-tasks/task-store';
 import { isInputRequired, ToolCancelled, ToolProtocolError, abortableSleep, type InputResponse, type ToolContext, type ToolDefinition } from '@mcp-tasks/tools';
 import type { Call, Gateway } from './context.js';
 import { classify } from './classify.js';
-import { ErrorCode, invalidParams, missingCapability, tasksExtensionRequired } from './errors.js';
+import { internalError, invalidParams, missingCapability, tasksExtensionRequired } from './errors.js';
 import { askRound, continuationOf, continueRound, digest, spend } from './mrtr.js';
 import { resumeSync, waitSync } from './sync-call.js';
 import { startTask } from './task-create.js';
@@ -39,12 +40,17 @@ function inlineContext(gw: Gateway, call: Call, step: number, state: unknown, re
   };
 }
 
-/** Maps a thrown tool error to the JSON-RPC error of a call run in the gateway. */
+/**
+ * Maps a thrown tool error to the JSON-RPC error of a call run in the gateway: a deliberate
+ * protocol error keeps its code and message; anything else is a generic `-32603` with an error
+ * id, and the details go to the log only.
+ */
 function toProtocolError(gw: Gateway, e: unknown, tool: string): ProtocolError {
   if (e instanceof ProtocolError) return e;
   if (e instanceof ToolProtocolError) return new ProtocolError(e.code, e.message, e.data);
-  gw.log.error({ err: e, tool }, 'tool.inline_failed');
-  return new ProtocolError(ErrorCode.InternalError, `Tool ${tool} failed: ${(e as Error).message}`);
+  const errorId = randomUUID();
+  gw.log.error({ err: e, tool, errorId }, 'tool.inline_failed');
+  return internalError(`Tool ${tool}`, errorId);
 }
 
 /** Serves one `tools/call` (see the module docstring). */
@@ -79,7 +85,7 @@ export async function toolsCall(gw: Gateway, call: Call, params: { name: string;
   if (tool.preTask) {
     const round = await continueRound(gw, call, 'pre', tool, args, responses);
     if ('again' in round) return round.again;
-    const pre = await tool.preTask(args, inlineContext(gw, call, round.step, round.state, responses));
+    const pre = await tool.preTask(args, inlineContext(gw, call, round.step, round.state, round.responses));
     if ('kind' in pre && pre.kind === 'input_required') return askRound(gw, call, 'pre', tool.name, args, round.step, pre);
     args = (pre as { args: Record<string, unknown> }).args;
   }
@@ -98,7 +104,7 @@ async function runInline(gw: Gateway, call: Call, tool: ToolDefinition, args: Re
   const round = await continueRound(gw, call, 'inline', tool, args, responses);
   if ('again' in round) return round.again;
   try {
-    const out = await tool.run(args, inlineContext(gw, call, round.step, round.state, responses));
+    const out = await tool.run(args, inlineContext(gw, call, round.step, round.state, round.responses));
     if (isInputRequired(out)) return askRound(gw, call, 'inline', tool.name, args, round.step, out);
     return out;
   } catch (e) {

@@ -102,9 +102,30 @@ const schema = z.object({
     .string()
     .default('localhost,127.0.0.1,[::1]')
     .transform((v) => v.split(',').map((s) => s.trim()).filter(Boolean)),
+  /**
+   * Hostnames the `Host` header may name (DNS rebinding defence), comma list; `*` = any. Default:
+   * the loopback names when HOST is a loopback address, else any. A malformed `Host` is always 400.
+   */
+  ALLOWED_HOSTS: z
+    .string()
+    .optional()
+    .transform((v) => (v === undefined ? undefined : v.split(',').map((s) => s.trim()).filter(Boolean))),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
   /** Largest accepted request body, in bytes (413 above it). */
   MAX_BODY_BYTES: z.coerce.number().int().min(1024).default(4 * 1024 * 1024),
+  // --- Limits per principal (issue "Safe to expose"; counted in Redis, so they hold across replicas) ---
+  /** Requests one principal may send per minute (429 + Retry-After above it). */
+  RATE_LIMIT_REQUESTS_PER_MIN: z.coerce.number().int().min(1).default(3600),
+  /** Tasks (and synchronous calls) one principal may start per minute. */
+  RATE_LIMIT_TASK_CREATIONS_PER_MIN: z.coerce.number().int().min(1).default(120),
+  /** Largest `params.arguments` of a tools/call, serialized JSON bytes (-32602 above it). */
+  MAX_ARGUMENTS_BYTES: z.coerce.number().int().min(1024).default(256 * 1024),
+  /** Largest `inputResponses` of a tasks/update or MRTR retry, serialized JSON bytes (-32602 above it). */
+  MAX_INPUT_RESPONSES_BYTES: z.coerce.number().int().min(1024).default(64 * 1024),
+  /** Task listen streams (`subscriptions/listen` with taskIds) one principal may hold open, across all gateways. */
+  MAX_LISTEN_STREAMS_PER_PRINCIPAL: z.coerce.number().int().min(1).default(16),
+  /** A request whose headers and body have not fully arrived after this is cut (slow-body clients). */
+  BODY_READ_TIMEOUT_MS: intMs(10_000, 1000),
 });
 
 /** The validated configuration. Durations are milliseconds unless the name says otherwise. */
@@ -146,8 +167,31 @@ export interface Config {
   testing: { sideEffectDir?: string };
   logLevel: string;
   maxBodyBytes: number;
+  /** Per-principal limits (counted in Redis) and size limits of requests. */
+  limits: {
+    requestsPerMin: number;
+    taskCreationsPerMin: number;
+    /** Serialized JSON bytes. */
+    maxArgumentsBytes: number;
+    /** Serialized JSON bytes. */
+    maxInputResponsesBytes: number;
+    listenStreamsPerPrincipal: number;
+    /** ms. */
+    bodyReadTimeoutMs: number;
+  };
   /** Hostnames allowed in an `Origin` header (H-03). */
   allowedOrigins: string[];
+  /** Hostnames allowed in the `Host` header; `undefined` = any (DNS rebinding defence). */
+  allowedHosts: string[] | undefined;
+}
+
+/** Host names of the loopback interface (the default `ALLOWED_HOSTS` when HOST is one of them). */
+export const LOOPBACK_HOSTS = ['localhost', '127.0.0.1', '[::1]'];
+
+/** True for an address or name that only the local machine can reach. */
+export function isLoopback(host: string): boolean {
+  const h = host.toLowerCase().replace(/^\[|\]$/g, '');
+  return h === 'localhost' || h === '::1' || /^127(\.\d{1,3}){3}$/.test(h);
 }
 
 /** Thrown by `loadConfig` with a one-line, user-facing message. */
@@ -169,6 +213,9 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   }
   const e = parsed.data;
   const production = e.NODE_ENV.toLowerCase() === 'production';
+  if (production && e.MCP_TOOLSETS.includes('testing')) {
+    throw new ConfigError('invalid configuration: MCP_TOOLSETS: the testing tool set cannot be enabled when NODE_ENV=production');
+  }
   if (production && !e.REQUEST_STATE_KEY) {
     throw new ConfigError('invalid configuration: REQUEST_STATE_KEY must be set (>= 32 characters, same on every replica) when NODE_ENV=production');
   }
@@ -207,6 +254,15 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     testing: { ...(e.TESTING_SIDE_EFFECT_DIR ? { sideEffectDir: e.TESTING_SIDE_EFFECT_DIR } : {}) },
     logLevel: e.LOG_LEVEL,
     maxBodyBytes: e.MAX_BODY_BYTES,
+    limits: {
+      requestsPerMin: e.RATE_LIMIT_REQUESTS_PER_MIN,
+      taskCreationsPerMin: e.RATE_LIMIT_TASK_CREATIONS_PER_MIN,
+      maxArgumentsBytes: e.MAX_ARGUMENTS_BYTES,
+      maxInputResponsesBytes: e.MAX_INPUT_RESPONSES_BYTES,
+      listenStreamsPerPrincipal: e.MAX_LISTEN_STREAMS_PER_PRINCIPAL,
+      bodyReadTimeoutMs: e.BODY_READ_TIMEOUT_MS,
+    },
     allowedOrigins: e.ALLOWED_ORIGINS,
+    allowedHosts: e.ALLOWED_HOSTS ? (e.ALLOWED_HOSTS.includes('*') ? undefined : e.ALLOWED_HOSTS) : isLoopback(e.HOST) ? LOOPBACK_HOSTS : undefined,
   };
 }

@@ -124,4 +124,20 @@ export const sideEffect = defineTool({
   },
 });
 
-export const testingTools = [slowEcho, askConfirm, progressSync, sideEffect];
+/**
+ * `crash_inline(detail)`: a gateway tool that throws an unexpected error whose message names a
+ * file path: the client must get a generic message with an error id, never the text (issue
+ * "Safe to expose" §5).
+ */
+export const crashInline = defineTool({
+  name: 'crash_inline',
+  description: 'Throws an unexpected error (with a file path in its message) inside the gateway.',
+  inputSchema: z.object({ detail: z.string().max(200).optional() }),
+  taskSupport: 'forbidden',
+  runsIn: 'gateway',
+  async run({ detail }) {
+    throw new Error(`ENOENT: no such file or directory, open '/srv/secret/${detail ?? 'config'}.json'`);
+  },
+});
+
+export const testingTools = [slowEcho, askConfirm, progressSync, sideEffect, crashInline];

@@ -1,0 +1,40 @@
+/**
+ * Checks on the HTTP envelope of `/mcp` before anything else reads the request:
+ *  - `Origin`: a present Origin that is not allowed → 403 (H-03, DNS rebinding defence);
+ *  - `Host`: missing or malformed → 400; not one of ALLOWED_HOSTS (when configured, or by
+ *    default when the gateway binds a loopback address) → 403 (DNS rebinding defence).
+ * Both answer with an id-less JSON-RPC error body (errors.ts table).
+ */
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import { validateHostHeader, validateOriginHeader } from '@modelcontextprotocol/server';
+import type { Config } from '@mcp-tasks/config';
+import { ErrorCode, jsonRpcErrorBody } from './errors.js';
+
+/** Parses a `Host` header value (`name[:port]`, `[v6][:port]`); undefined when malformed. */
+function hostnameOf(host: string | undefined): string | undefined {
+  if (!host || host.length > 255 || /[\s/?#@\\]/.test(host)) return undefined;
+  try {
+    return new URL(`http://${host}`).hostname || undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/** An `onRequest` hook enforcing the Origin and Host rules of `config`. */
+export function requestGuards(config: Config) {
+  return async (req: FastifyRequest, reply: FastifyReply) => {
+    const origin = req.headers.origin;
+    if (origin !== undefined) {
+      const v = validateOriginHeader(origin, config.allowedOrigins);
+      if (!v.ok) return reply.code(403).send(jsonRpcErrorBody(null, ErrorCode.InvalidRequest, `Forbidden: ${v.message}`));
+    }
+    const host = req.headers.host;
+    if (hostnameOf(host) === undefined) {
+      return reply.code(400).send(jsonRpcErrorBody(null, ErrorCode.InvalidRequest, 'Bad Request: missing or malformed Host header'));
+    }
+    if (config.allowedHosts) {
+      const v = validateHostHeader(host, config.allowedHosts);
+      if (!v.ok) return reply.code(403).send(jsonRpcErrorBody(null, ErrorCode.InvalidRequest, `Forbidden: ${v.message}`));
+    }
+  };
+}
