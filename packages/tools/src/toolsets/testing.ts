@@ -2,8 +2,8 @@
  * The `testing` tool set: fixtures the handed cases (`shared/cases/cases.md`) call. Enabled
  * only by `MCP_TOOLSETS=...,testing`; never in production.
  */
-import { writeFileSync } from 'node:fs';
-import { writeFile } from 'node:fs/promises';
+import { renameSync, writeFileSync } from 'node:fs';
+import { rename, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { z } from 'zod';
 import { accepted, defineTool, elicitForm, inputRequired, textResult } from '../kit.js';
@@ -103,7 +103,8 @@ export const progressSync = defineTool({
  * `side_effect(marker, delaySeconds)`: works `delaySeconds` (abortable), then writes the file
  * `<TESTING_SIDE_EFFECT_DIR>/<marker>`: the effect a cancelled call must never have (C-01).
  * Writes when it started to `<marker>.started` and when its AbortSignal fired to
- * `<marker>.aborted` (unix ms), so tests can measure disconnect → abort.
+ * `<marker>.aborted` (unix ms), so tests can measure disconnect → abort. Every file is written
+ * whole before it appears (temp file + rename): a test that sees it can read it.
  */
 export const sideEffect = defineTool({
   name: 'side_effect',
@@ -116,10 +117,21 @@ export const sideEffect = defineTool({
   async run({ marker, delaySeconds }, ctx) {
     const dir = ctx.settings.sideEffectDir;
     if (!dir) return textResult('side_effect is not configured (TESTING_SIDE_EFFECT_DIR)', { isError: true });
-    await writeFile(join(dir, `${marker}.started`), String(Date.now()));
-    ctx.signal.addEventListener('abort', () => writeFileSync(join(dir, `${marker}.aborted`), String(Date.now())), { once: true });
+    const write = async (name: string) => {
+      await writeFile(join(dir, `${name}.tmp`), String(Date.now()));
+      await rename(join(dir, `${name}.tmp`), join(dir, name));
+    };
+    await write(`${marker}.started`);
+    ctx.signal.addEventListener(
+      'abort',
+      () => {
+        writeFileSync(join(dir, `${marker}.aborted.tmp`), String(Date.now()));
+        renameSync(join(dir, `${marker}.aborted.tmp`), join(dir, `${marker}.aborted`));
+      },
+      { once: true },
+    );
     await ctx.sleep(delaySeconds * 1000);
-    await writeFile(join(dir, marker), String(Date.now()));
+    await write(marker);
     return textResult(`side effect ${marker} written`);
   },
 });
