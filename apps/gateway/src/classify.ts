@@ -14,9 +14,13 @@
  * asks questions without the capability it needs (`-32021`, B-07; on the 2025 lane an `isError`
  * result, the SDK's legacy transport cannot ask).
  */
-import { classifyInboundRequest, type InboundLadderRejection } from '@modelcontextprotocol/server';
+import { classifyInboundRequest, UnsupportedProtocolVersionError, type InboundLadderRejection } from '@modelcontextprotocol/server';
 import type { ToolDefinition, ToolRegistry } from '@mcp-tasks/tools';
 import { TASKS_EXTENSION } from './errors.js';
+import { checkStandardHeaders } from './headers.js';
+
+/** Protocol revisions served on the modern (per-request `_meta`) lane. */
+export const MODERN_VERSIONS = ['2026-07-28'];
 
 export type Era = 'legacy' | 'modern';
 export type Lane = 'task' | 'sync' | 'inline';
@@ -55,10 +59,11 @@ export interface Classification {
   /** `tools/call`: the lane it runs in; absent when it is answered at once with an error. */
   lane?: Lane;
   /**
-   * Why the SDK's validation ladder refuses the request (version, `MCP-Protocol-Version` /
-   * `Mcp-Method` / `Mcp-Name` against the body, `_meta` envelope: H-11, H-12, H-15, B-05), when
-   * the HTTP request was given. The SDK answers such a request itself; nothing is counted or
-   * written for it.
+   * Why the validation ladder refuses the request, when the HTTP side was given: the SDK's era
+   * classification (`_meta` envelope, header version vs body: B-05, H-11), then, for a modern
+   * request, the supported version (H-12) and the standard headers against the body (H-15,
+   * headers.ts) — the same rungs, in the same order, as the SDK's handler. Nothing is counted
+   * or written for a refused request.
    */
   rejected?: InboundLadderRejection;
   /** The request carries a `requestState` (an MRTR retry continuing earlier work). */
@@ -122,6 +127,20 @@ export function classify(body: unknown, registry: ToolRegistry, o: ClassifyOptio
       body,
     });
     if (outcome.kind === 'reject') c.rejected = outcome;
+    else if (outcome.kind === 'modern' && outcome.messageKind === 'request') {
+      const claimed = outcome.classification.revision;
+      if (claimed === undefined || !MODERN_VERSIONS.includes(claimed)) {
+        const e = new UnsupportedProtocolVersionError({ supported: [...MODERN_VERSIONS], requested: claimed ?? 'unknown' });
+        c.rejected = { kind: 'reject', rung: 'envelope', cell: 'unsupported-version', httpStatus: 400, code: e.code, message: e.message, data: e.data, settled: true };
+      } else {
+        c.rejected = checkStandardHeaders(
+          { protocolVersion: first(h['mcp-protocol-version']), method: first(h['mcp-method']), name: first(h['mcp-name']) },
+          outcome.message.method,
+          outcome.message.params,
+          claimed,
+        );
+      }
+    }
   }
   if (c.method !== 'tools/call') return c;
 

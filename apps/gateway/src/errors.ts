@@ -81,7 +81,18 @@ export function storeUnavailable(): ProtocolError {
   return new ProtocolError(ErrorCode.InternalError, 'Task store unavailable; retry later');
 }
 
-/** A JSON-RPC error body for replies the gateway writes itself. */
+/**
+ * A JSON-RPC error body for replies the gateway writes itself, with the SDK's key order
+ * (`jsonrpc`, `error`, `id`) so every path answers alike.
+ */
 export function jsonRpcErrorBody(id: unknown, code: number, message: string, data?: unknown) {
-  return { jsonrpc: '2.0' as const, id: id ?? null, error: data === undefined ? { code, message } : { code, message, data } };
+  return { jsonrpc: '2.0' as const, error: data === undefined ? { code, message } : { code, message, data }, id: id ?? null };
+}
+
+/** The id an error may echo (as the SDK does): a string or number id of a message with a method, else null. */
+export function echoableId(body: unknown): string | number | null {
+  if (body === null || typeof body !== 'object' || Array.isArray(body)) return null;
+  const { method, id } = body as { method?: unknown; id?: unknown };
+  if (typeof method !== 'string') return null;
+  return typeof id === 'string' || typeof id === 'number' ? id : null;
 }

@@ -24,10 +24,10 @@
  * this process → `-32603` (both HTTP 200, as the SDK's own listen router answers).
  */
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import { classifyInboundRequest, SUBSCRIPTION_ID_META_KEY } from '@modelcontextprotocol/server';
+import { SUBSCRIPTION_ID_META_KEY } from '@modelcontextprotocol/server';
 import { isTerminal, isWellFormedTaskId, toDetailedTask, type TaskRecord } from '@mcp-tasks/task-store';
-import type { McpBody } from './classify.js';
-import { ErrorCode, jsonRpcErrorBody } from './errors.js';
+import type { Classification, McpBody } from './classify.js';
+import { echoableId, ErrorCode, jsonRpcErrorBody } from './errors.js';
 import { SERVER_INFO, type GatewayDeps } from './context.js';
 import { SSE_HEADERS } from './sse.js';
 
@@ -38,15 +38,10 @@ export const MAX_SUBSCRIPTIONS = 1024;
 /** Backstop re-read of every subscribed, non-terminal task (ms, D5). */
 const RECHECK_MS = 5000;
 
-const header = (req: FastifyRequest, name: string): string | undefined => {
-  const v = req.headers[name];
-  return Array.isArray(v) ? v[0] : v;
-};
-
 
 export interface TaskListen {
   /** Serves one listen request (the route has checked T-49 and the era). */
-  serve(req: FastifyRequest, reply: FastifyReply, body: McpBody, principal: string): Promise<void>;
+  serve(req: FastifyRequest, reply: FastifyReply, body: McpBody, principal: string, c: Classification): Promise<void>;
   /** Ends every open stream gracefully (final result, then close): on shutdown. */
   closeAll(): void;
   readonly openCount: number;
@@ -56,22 +51,14 @@ export function createTaskListen(deps: Pick<GatewayDeps, 'config' | 'log' | 'sto
   const { config, log, store, events } = deps;
   const open = new Set<(graceful: boolean) => void>();
 
-  async function serve(req: FastifyRequest, reply: FastifyReply, body: McpBody, principal: string): Promise<void> {
-    // The same validation ladder the SDK applies to every modern request (H-11, H-12, H-15).
-    const outcome = classifyInboundRequest({
-      httpMethod: req.method,
-      protocolVersionHeader: header(req, 'mcp-protocol-version'),
-      mcpMethodHeader: header(req, 'mcp-method'),
-      mcpNameHeader: header(req, 'mcp-name'),
-      body,
-    });
-    if (outcome.kind === 'reject') {
-      return reply.code(outcome.httpStatus).send(jsonRpcErrorBody(body.id, outcome.code, outcome.message, outcome.data));
+  async function serve(_req: FastifyRequest, reply: FastifyReply, body: McpBody, principal: string, c: Classification): Promise<void> {
+    // The ladder the SDK applies to every modern request (H-11, H-12, H-15), from the route's
+    // one classification.
+    if (c.rejected) return reply.code(c.rejected.httpStatus).send(jsonRpcErrorBody(echoableId(body), c.rejected.code, c.rejected.message, c.rejected.data));
+    if (!(typeof body.id === 'string' || typeof body.id === 'number')) {
+      return reply.code(400).send(jsonRpcErrorBody(null, ErrorCode.InvalidRequest, 'subscriptions/listen must be a request'));
     }
-    if (outcome.kind !== 'modern' || outcome.messageKind !== 'request') {
-      return reply.code(400).send(jsonRpcErrorBody(body.id ?? null, ErrorCode.InvalidRequest, 'subscriptions/listen must be a request'));
-    }
-    const subscriptionId = outcome.message.id;
+    const subscriptionId = body.id;
     const requested = body.params?.notifications?.taskIds;
     if (!Array.isArray(requested) || requested.length > MAX_TASK_IDS || requested.some((t) => typeof t !== 'string')) {
       return reply.send(jsonRpcErrorBody(subscriptionId, ErrorCode.InvalidParams, `Invalid params: notifications.taskIds must be an array of at most ${MAX_TASK_IDS} task ids`));

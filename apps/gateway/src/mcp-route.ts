@@ -94,6 +94,16 @@ export function createMcpRoute(gw: Gateway, redisHealth: RedisHealth, limits: Li
           if (jsonDepthExceeds(body, MAX_JSON_DEPTH)) {
             return reply.code(400).send(jsonRpcErrorBody(null, ErrorCode.InvalidRequest, `Request nested deeper than ${MAX_JSON_DEPTH} levels`));
           }
+          // One message per POST (H-07): a batch would run every element past the per-request
+          // limits, so it is refused as a whole (N-07).
+          if (Array.isArray(body)) {
+            return reply.code(400).send(jsonRpcErrorBody(null, ErrorCode.InvalidRequest, 'Invalid Request: batches are not supported; send one JSON-RPC message per request'));
+          }
+          // B-01: an id is a string or an integer; `null`, fractions, booleans and objects are
+          // refused before anything runs (a `null` id is not a notification, N-07).
+          if (body && typeof body === 'object' && 'id' in body && !(typeof body.id === 'string' || Number.isSafeInteger(body.id))) {
+            return reply.code(400).send(jsonRpcErrorBody(null, ErrorCode.InvalidRequest, 'Invalid Request: id must be a string or an integer'));
+          }
           const c = classify(body, gw.registry, {
             maxArgumentsBytes: config.limits.maxArgumentsBytes,
             bodyBytes: Number(req.headers['content-length']) || undefined,
@@ -121,7 +131,7 @@ export function createMcpRoute(gw: Gateway, redisHealth: RedisHealth, limits: Li
                 ),
               );
             }
-            return taskListen.serve(req, reply, body!, principal);
+            return taskListen.serve(req, reply, body!, principal, c);
           }
           // A known client bug (clients.md 5c): after negotiating an older revision, the client
           // sends a newer MCP-Protocol-Version header. On the 2025 lane the negotiated version is

@@ -2,11 +2,12 @@
  * Checks on the HTTP envelope of `/mcp` before anything else reads the request:
  *  - `Origin`: a present Origin that is not allowed → 403 (H-03, DNS rebinding defence);
  *  - `Host`: missing or malformed → 400; not one of ALLOWED_HOSTS (when configured, or by
- *    default when the gateway binds a loopback address) → 403 (DNS rebinding defence).
+ *    default when the gateway binds a loopback address) → 403 (DNS rebinding defence);
+ *  - `Content-Type` of a POST: not `application/json` → 415 (H-07).
  * Both answer with an id-less JSON-RPC error body (errors.ts table).
  */
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import { validateHostHeader, validateOriginHeader } from '@modelcontextprotocol/server';
+import { isJsonContentType, validateHostHeader, validateOriginHeader } from '@modelcontextprotocol/server';
 import type { Config } from '@mcp-tasks/config';
 import { ErrorCode, jsonRpcErrorBody } from './errors.js';
 
@@ -35,6 +36,9 @@ export function requestGuards(config: Config) {
     if (config.allowedHosts) {
       const v = validateHostHeader(host, config.allowedHosts);
       if (!v.ok) return reply.code(403).send(jsonRpcErrorBody(null, ErrorCode.InvalidRequest, `Forbidden: ${v.message}`));
+    }
+    if (req.method === 'POST' && !isJsonContentType(req.headers['content-type'] ?? null)) {
+      return reply.code(415).send(jsonRpcErrorBody(null, ErrorCode.InvalidRequest, 'Unsupported Media Type: Content-Type must be application/json'));
     }
   };
 }

@@ -1,0 +1,101 @@
+/**
+ * The standard request headers of a 2026-07-28 request checked against its body (spec transport
+ * §2.3: H-10, H-11, H-15, H-17; Tasks extension T-42): `MCP-Protocol-Version` and `Mcp-Method`
+ * must be present on every request, `Mcp-Name` on the methods that name something
+ * (`tools/call`, `prompts/get`, `resources/read`, `tasks/get|update|cancel`), and each must
+ * equal the body after Base64-sentinel decoding; otherwise HTTP 400 with `-32020`
+ * (`HeaderMismatch`) and `data.mismatch {header, body}`.
+ *
+ * The SDK applies the same checks inside `createMcpHandler` but does not export them; the
+ * requests the gateway answers itself (task listen streams, and any lane that skips the SDK's
+ * per-request server) go through this module, which mirrors the SDK's rules and messages word
+ * for word so a client cannot tell the paths apart.
+ */
+import type { InboundLadderRejection } from '@modelcontextprotocol/server';
+import { ErrorCode } from './errors.js';
+
+/** Body field each method's `Mcp-Name` mirrors (SEP-2243 table, T-42). */
+const MCP_NAME_SOURCE: Record<string, string> = {
+  'tools/call': 'name',
+  'prompts/get': 'name',
+  'resources/read': 'uri',
+  'tasks/get': 'taskId',
+  'tasks/update': 'taskId',
+  'tasks/cancel': 'taskId',
+};
+
+const SENTINEL_PREFIX = '=?base64?';
+const SENTINEL_SUFFIX = '?=';
+const BASE64_CANONICAL = /^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$/;
+
+/**
+ * Decodes a header value that may carry the Base64 sentinel `=?base64?…?=` (H-17).
+ * @returns the value (decoded when it carried the sentinel), or undefined when the sentinel's
+ * payload is not canonical Base64 of valid UTF-8 (a request the server must refuse).
+ */
+export function decodeHeaderValue(value: string): string | undefined {
+  if (!(value.startsWith(SENTINEL_PREFIX) && value.endsWith(SENTINEL_SUFFIX))) return value;
+  const b64 = value.slice(SENTINEL_PREFIX.length, value.length - SENTINEL_SUFFIX.length);
+  if (!BASE64_CANONICAL.test(b64)) return undefined;
+  try {
+    return new TextDecoder('utf-8', { fatal: true }).decode(Buffer.from(b64, 'base64'));
+  } catch {
+    return undefined;
+  }
+}
+
+/** RFC 9110 optional whitespace (SP / HTAB) stripped from both ends. */
+const stripOws = (v: string) => v.replace(/^[ \t]+|[ \t]+$/g, '');
+
+/** The `-32020` rejection with the SDK's message and `data.mismatch` (H-15). */
+export function headerMismatch(cell: string, header: string, body: string): InboundLadderRejection {
+  return {
+    kind: 'reject',
+    rung: 'standard-header-validation',
+    cell,
+    httpStatus: 400,
+    code: ErrorCode.HeaderMismatch,
+    message: `Bad Request: the request headers and body disagree: ${body}`,
+    data: { mismatch: { header, body } },
+    settled: true,
+  };
+}
+
+export interface StandardHeaders {
+  protocolVersion?: string;
+  method?: string;
+  name?: string;
+}
+
+/**
+ * Checks the standard headers of a modern request (not a notification) against its body.
+ * @param claimedVersion the body's `_meta` protocol version.
+ * @returns the rejection, or undefined when the headers agree with the body.
+ */
+export function checkStandardHeaders(h: StandardHeaders, method: string, params: unknown, claimedVersion: string | undefined): InboundLadderRejection | undefined {
+  if (h.protocolVersion === undefined) {
+    return headerMismatch(
+      'version-header-missing',
+      '(missing)',
+      claimedVersion === undefined
+        ? 'the body carries a modern per-request envelope but the required MCP-Protocol-Version header is absent'
+        : `the body envelope names protocol version ${claimedVersion} but the required MCP-Protocol-Version header is absent`,
+    );
+  }
+  if (h.method === undefined) return headerMismatch('method-header-missing', '(missing)', `the body names method ${method} but the required Mcp-Method header is absent`);
+  const field = Object.hasOwn(MCP_NAME_SOURCE, method) ? MCP_NAME_SOURCE[method] : undefined;
+  if (field === undefined) return undefined;
+  const raw = params !== null && typeof params === 'object' && !Array.isArray(params) ? (params as Record<string, unknown>)[field] : undefined;
+  const bodyValue = typeof raw === 'string' ? raw : undefined;
+  if (h.name === undefined) {
+    if (bodyValue === undefined) return undefined;
+    return headerMismatch('name-header-missing', '(missing)', `the body carries params.${field}="${bodyValue}" but the required Mcp-Name header is absent`);
+  }
+  const header = stripOws(h.name);
+  const decoded = decodeHeaderValue(header);
+  if (decoded === undefined) return headerMismatch('name-header-invalid-encoding', header, 'the Mcp-Name header carries an invalid Base64 sentinel value');
+  if (bodyValue !== undefined && decoded !== bodyValue) {
+    return headerMismatch('name-header-mismatch', header, `the body carries params.${field}="${bodyValue}" but the Mcp-Name header names "${decoded}"`);
+  }
+  return undefined;
+}
