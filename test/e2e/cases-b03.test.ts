@@ -201,13 +201,20 @@ describe('B-03 unknown, expired and malformed task ids give -32602, never a Task
     }
   });
 
-  it('B-03 T-21: the lookups created no key (DBSIZE and the key set unchanged), wrote nothing and scanned nothing', async () => {
+  it('B-03 T-21: the lookups created no key (DBSIZE and the key set unchanged), wrote nothing but the per-principal request counter, and scanned nothing', async () => {
     assert.ok(dbsizeBefore > 0 && looked.length > 20, 'the lookups above ran against a populated Redis');
     assert.ok(statsBefore.evalsha! > 0 && statsBefore.scan! > 0, `commandstats are read (creating the fixtures ran scripts): ${JSON.stringify(statsBefore)}`);
     // commandstats first: c.keys() below scans.
     const stats = await commandCalls(admin, [...SCANS, ...WRITES]);
     const changed = Object.fromEntries(Object.entries(stats).filter(([k, v]) => v !== statsBefore[k]).map(([k, v]) => [k, v - statsBefore[k]!]));
-    assert.deepEqual(changed, {}, 'no scan and no write command ran during the lookups');
+    // Every request counts against its principal's rate (limits.ts): one script call doing one
+    // INCR of an existing counter per request. Nothing else may write, and nothing may scan.
+    // (A counter window that ends during the test is re-created: one PEXPIRE per window.)
+    const { evalsha = 0, incr = 0, pexpire = 0, ...other } = changed;
+    assert.deepEqual(other, {}, 'no scan and no write command ran during the lookups (but the rate counter)');
+    assert.ok(pexpire <= 2, `rate windows started during the lookups: ${pexpire}`);
+    assert.equal(evalsha, incr, 'each script call is one rate-counter INCR');
+    assert.ok(incr >= looked.length / 2, `one rate-counter INCR per request: ${incr}`);
     assert.equal(await admin.dbsize(), dbsizeBefore, 'DBSIZE unchanged');
     const keys = (await c.keys()).sort();
     assert.deepEqual(keys, keysBefore, 'same keys as before the lookups');
