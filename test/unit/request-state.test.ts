@@ -8,6 +8,7 @@ import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
 import { SignJWT } from 'jose';
+import { loadConfig } from '@mcp-tasks/config';
 import { createRequestStateRing, RequestStateError, type RequestStateFailure } from '../../apps/gateway/src/request-state.js';
 
 interface Round {
@@ -178,6 +179,15 @@ describe('createRequestStateRing: rotation and key ids (B-17 f, N-02)', () => {
       .setExpirationTime(exp)
       .sign(new TextEncoder().encode(S1));
     await rejects(ring.verify(noKid, ALICE), 'unknown_kid');
+  });
+
+  it('takes config.requestState.keys as they are (secrets are non-enumerable there, still readable)', async () => {
+    const config = loadConfig({ HOST: '0.0.0.0', AUTH_API_KEYS: 'ci:ci-api-key-0123456789abcdef', REQUEST_STATE_KEYS: `new:${S2},old:${S1}` });
+    const ring = createRequestStateRing<Round>({ keys: config.requestState.keys, ttlSeconds: config.requestState.ttlSeconds });
+    const s = await ring.mint(PAYLOAD, ALICE);
+    assert.equal(decodePart(s, 0).kid, 'new');
+    const onlyOld = createRequestStateRing<Round>({ keys: [{ kid: 'new', secret: S2 }], ttlSeconds: 600 });
+    assert.equal((await onlyOld.verify(s, ALICE)).step, 1, 'signed with the configured secret of the first key');
   });
 
   it('accepts Uint8Array secrets', async () => {
