@@ -186,8 +186,8 @@ describe('createRequestStateRing: rotation and key ids (B-17 f, N-02)', () => {
     const ring = createRequestStateRing<Round>({ keys: config.requestState.keys, ttlSeconds: config.requestState.ttlSeconds });
     const s = await ring.mint(PAYLOAD, ALICE);
     assert.equal(decodePart(s, 0).kid, 'new');
-    const onlyOld = createRequestStateRing<Round>({ keys: [{ kid: 'new', secret: S2 }], ttlSeconds: 600 });
-    assert.equal((await onlyOld.verify(s, ALICE)).step, 1, 'signed with the configured secret of the first key');
+    const newKeyOnly = createRequestStateRing<Round>({ keys: [{ kid: 'new', secret: S2 }], ttlSeconds: 600 });
+    assert.equal((await newKeyOnly.verify(s, ALICE)).step, 1, 'signed with the configured secret of the first key');
   });
 
   it('accepts Uint8Array secrets', async () => {
