@@ -15,9 +15,11 @@ import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import fc from 'fast-check';
 import { Redis } from 'ioredis';
-import { startCluster, startRedis, type Cluster, type ThrowawayRedis } from '../support/cluster.js';
+import { startCluster, startRedis, waitFor, type Cluster, type ThrowawayRedis } from '../support/cluster.js';
 
 const VERSION = '2026-07-28';
+/** The one principal's API key (the fuzz also sends none, malformed and unknown ones). */
+const KEY = 'fuzz-key-0123456789abcdef';
 const TASKS = 'io.modelcontextprotocol/tasks';
 const METHODS = ['server/discover', 'tools/list', 'tools/call', 'tasks/get', 'tasks/update', 'tasks/cancel', 'tasks/list', 'tasks/result', 'subscriptions/listen', 'initialize', 'ping', 'resources/list', 'nope/x'];
 const TOOLS = ['countdown', 'deep_research', 'share_report', 'add', 'task_status', 'slow_echo', 'ask_confirm', 'greet', 'missing_tool'];
@@ -25,7 +27,7 @@ const TOOLS = ['countdown', 'deep_research', 'share_report', 'add', 'task_status
 /** HTTP statuses the error table allows for each JSON-RPC code. */
 const STATUS_FOR_CODE: Record<number, number[]> = {
   [-32700]: [400],
-  [-32600]: [400, 403, 413, 415],
+  [-32600]: [400, 401, 403, 413, 415],
   [-32601]: [404, 200],
   [-32602]: [400, 200],
   [-32603]: [200, 500, 503],
@@ -89,7 +91,7 @@ const requestArb = fc.record({
       method: fc.oneof(fc.constant('=same='), fc.constantFrom(...METHODS), fc.string({ maxLength: 20 })),
       name: fc.oneof(fc.constant('=same='), fc.string({ maxLength: 30 }), fc.constant('=?base64?aGVsbG8=?=')),
       contentType: fc.constantFrom('application/json', 'application/json; charset=utf-8', 'text/plain'),
-      authorization: fc.constantFrom('Bearer nope', 'Basic abc', 'Bearer', 'bearer  x'),
+      authorization: fc.constantFrom(`Bearer ${KEY}`, `Bearer ${KEY}`, `Bearer ${KEY}`, `bearer ${KEY}`, 'Bearer nope', 'Basic abc', 'Bearer', `Bearer  ${KEY}`),
     },
     { requiredKeys: ['contentType'] },
   ),
@@ -103,8 +105,11 @@ describe('fuzz: POST /mcp never crashes, answers per the error table, and a refu
   let client: Redis;
   before(async () => {
     redis = await startRedis();
-    c = await startCluster({ gateways: 1, workers: 0, redisUrl: redis.url, env: { RATE_LIMIT_REQUESTS_PER_MIN: '100000', RATE_LIMIT_TASK_CREATIONS_PER_MIN: '100000' } });
+    c = await startCluster({ gateways: 1, workers: 0, redisUrl: redis.url, env: { AUTH_API_KEYS: `fuzz:${KEY}`, RATE_LIMIT_REQUESTS_PER_MIN: '100000', RATE_LIMIT_TASK_CREATIONS_PER_MIN: '100000' } });
     client = new Redis(redis.url);
+    // The gateway's BullMQ queues write their `meta` keys once, shortly after start: wait for
+    // them, so the key set only changes through requests from here on.
+    await waitFor(async () => (await client.keys('*:meta')).length >= 2, 10_000, 50, 'the queues\' meta keys');
   });
   after(async () => {
     client?.disconnect();
@@ -150,10 +155,12 @@ describe('fuzz: POST /mcp never crashes, answers per the error table, and a refu
         let text = '';
         let contentType = '';
         let held = false;
+        let challenge = '';
         try {
           const res = await fetch(url, { method: 'POST', headers, body, signal: ac.signal });
           status = res.status;
           contentType = res.headers.get('content-type') ?? '';
+          challenge = res.headers.get('www-authenticate') ?? '';
           text = await res.text();
         } catch (e) {
           if ((e as Error).name !== 'AbortError') throw e;
@@ -181,8 +188,8 @@ describe('fuzz: POST /mcp never crashes, answers per the error table, and a refu
           assert.match(contentType, /application\/json/, `status ${status} with content-type ${contentType}: ${text.slice(0, 200)}`);
           msg = JSON.parse(text);
         }
-        if (status === 401 || status === 403) {
-          if (!msg.jsonrpc) return true; // an OAuth challenge body
+        if (status === 401 || (status === 403 && msg.error?.data?.error === 'insufficient_scope')) {
+          assert.match(challenge, /^Bearer/, 'a 401 carries a WWW-Authenticate challenge');
         }
         assert.equal(msg.jsonrpc, '2.0', text.slice(0, 200));
         assert.ok(('result' in msg) !== ('error' in msg), `exactly one of result / error: ${text.slice(0, 200)}`);

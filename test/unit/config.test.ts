@@ -19,7 +19,17 @@ const VARIABLES = [
   'TASK_POLL_INTERVAL_MS',
   'TASK_INPUT_TIMEOUT_MS',
   'REQUEST_STATE_KEY',
+  'REQUEST_STATE_KEYS',
   'REQUEST_STATE_TTL_S',
+  'AUTH_API_KEYS',
+  'AUTH_JWT_ISSUER',
+  'AUTH_JWT_JWKS_URL',
+  'AUTH_JWT_AUDIENCE',
+  'AUTH_JWT_REQUIRED_SCOPES',
+  'AUTH_JWT_CLOCK_TOLERANCE_S',
+  'AUTH_JWT_JWKS_COOLDOWN_MS',
+  'AUTH_ALLOW_ANONYMOUS',
+  'PUBLIC_URL',
   'WORKER_CONCURRENCY',
   'WORKER_LOCK_DURATION_MS',
   'WORKER_STALLED_INTERVAL_MS',
@@ -40,6 +50,8 @@ const VARIABLES = [
 ] as const;
 
 const PROD_KEY = 'k'.repeat(32);
+/** Authentication, needed off loopback or in production (auth rules: config-auth.test.ts). */
+const AUTH = { AUTH_API_KEYS: 'ci:ci-api-key-0123456789abcdef' };
 
 /** Asserts `loadConfig(env)` throws a ConfigError whose message is one line naming `variable`. */
 function assertConfigError(env: Record<string, string>, variable: string, also?: RegExp): ConfigError {
@@ -96,6 +108,8 @@ describe('loadConfig defaults', () => {
 
   it('given values are parsed and typed', () => {
     const c = loadConfig({
+      ...AUTH,
+      REQUEST_STATE_KEYS: `k1:${PROD_KEY}`,
       HOST: '0.0.0.0',
       PORT: '8080',
       REDIS_URL: 'rediss://user:pw@redis.example:6380/2',
@@ -169,14 +183,14 @@ describe('MCP_TOOLSETS', () => {
 });
 
 describe('production', () => {
-  it('NODE_ENV=production requires REQUEST_STATE_KEY', () => {
-    assertConfigError({ NODE_ENV: 'production' }, 'REQUEST_STATE_KEY');
-    assertConfigError({ NODE_ENV: 'Production' }, 'REQUEST_STATE_KEY');
+  it('NODE_ENV=production requires authentication, then REQUEST_STATE_KEYS', () => {
+    assertConfigError({ NODE_ENV: 'production' }, 'AUTH_API_KEYS');
+    assertConfigError({ NODE_ENV: 'Production', ...AUTH }, 'REQUEST_STATE_KEYS');
   });
 
   it('NODE_ENV=production with a short key is rejected; with a 32-character key it loads', () => {
-    assertConfigError({ NODE_ENV: 'production', REQUEST_STATE_KEY: 'k'.repeat(31) }, 'REQUEST_STATE_KEY');
-    const c = loadConfig({ NODE_ENV: 'production', REQUEST_STATE_KEY: PROD_KEY });
+    assertConfigError({ NODE_ENV: 'production', ...AUTH, REQUEST_STATE_KEY: 'k'.repeat(31) }, 'REQUEST_STATE_KEY');
+    const c = loadConfig({ NODE_ENV: 'production', ...AUTH, REQUEST_STATE_KEY: PROD_KEY });
     assert.equal(c.env, 'production');
     assert.equal(c.requestState.key, PROD_KEY);
     assert.equal(c.requestState.isDevKey, false);
@@ -199,13 +213,13 @@ describe('empty value means "use the default"', () => {
   });
 
   it('an empty value next to set ones only defaults that variable', () => {
-    const c = loadConfig({ PORT: '', HOST: '0.0.0.0', TASK_TTL_MS: '' });
+    const c = loadConfig({ ...AUTH, REQUEST_STATE_KEYS: `k1:${PROD_KEY}`, PORT: '', HOST: '0.0.0.0', TASK_TTL_MS: '' });
     assert.equal(c.port, 3000);
     assert.equal(c.host, '0.0.0.0');
     assert.equal(c.task.ttlMs, 86_400_000);
   });
 
   it('NODE_ENV=production with REQUEST_STATE_KEY= (empty) still requires the key', () => {
-    assertConfigError({ NODE_ENV: 'production', REQUEST_STATE_KEY: '' }, 'REQUEST_STATE_KEY');
+    assertConfigError({ NODE_ENV: 'production', ...AUTH, REQUEST_STATE_KEY: '', REQUEST_STATE_KEYS: '' }, 'REQUEST_STATE_KEYS');
   });
 });

@@ -1,12 +1,14 @@
 /**
  * The Fastify app of a gateway: a few parts, each registering only its own routes and hooks:
- *  - health.ts: `GET /healthz`, `GET /readyz`;
- *  - mcp-route.ts: `POST /mcp` (classification, lanes, the SDK handlers, task listen streams).
+ *  - health.ts: `GET /healthz`, `GET /readyz` (no credentials);
+ *  - auth/metadata-route.ts: the RFC 9728 Protected Resource Metadata document at
+ *    `/.well-known/oauth-protected-resource[/<path of PUBLIC_URL>]` (no credentials);
+ *  - mcp-route.ts: `POST /mcp` (guards, authentication, limits, classification, lanes, the SDK
+ *    handlers, task listen streams).
  * Body parse errors, oversized bodies and unsupported content types are answered here as
  * JSON-RPC errors (errors.ts table).
  */
 import Fastify, { type FastifyInstance } from 'fastify';
-import { createRequestStateCodec } from '@modelcontextprotocol/server';
 import type { Redis } from 'ioredis';
 import type { RedisHealth } from '@mcp-tasks/jobs';
 import type { Gateway, GatewayDeps } from './context.js';
@@ -14,7 +16,11 @@ import { ErrorCode, jsonRpcErrorBody } from './errors.js';
 import { registerHealth } from './health.js';
 import { registerLimits } from './limits.js';
 import { createMcpRoute } from './mcp-route.js';
-import type { Continuation, StateCodec } from './mrtr.js';
+import type { Continuation } from './mrtr.js';
+import { createAuthenticator } from './auth/authenticator.js';
+import { authHooks } from './auth/hooks.js';
+import { metadataOptionsFromAuth, protectedResourceMetadataRoutes, protectedResourceMetadataUrl } from './auth/metadata-route.js';
+import { createRequestStateRing } from './request-state.js';
 
 export interface AppDeps extends GatewayDeps {
   redis: Redis;
@@ -32,17 +38,6 @@ export type GatewayApp = FastifyInstance & {
   /** Readiness fails and responses carry `Connection: close` from now on. */
   startDrain(): void;
 };
-
-/** MRTR continuations signed with the configured key, bound to the principal (M-05, M-06). */
-function stateCodec(deps: GatewayDeps): StateCodec<Continuation> {
-  const sdk = createRequestStateCodec<Continuation>({
-    key: deps.config.requestState.key,
-    ttlSeconds: deps.config.requestState.ttlSeconds,
-    bind: (ctx) => (ctx as unknown as { principal: string }).principal,
-  });
-  const as = (principal: string) => ({ principal }) as never;
-  return { mint: (p, principal) => sdk.mint(p, as(principal)), verify: (s, principal) => sdk.verify(s, as(principal)) };
-}
 
 export async function buildApp(deps: AppDeps): Promise<GatewayApp> {
   const { config, log, redis, redisHealth } = deps;
@@ -87,11 +82,15 @@ export async function buildApp(deps: AppDeps): Promise<GatewayApp> {
   });
 
   registerHealth(app, { redis, redisHealth, draining: () => draining });
+  const metadata = metadataOptionsFromAuth(config.auth, 'mcp-task-service');
+  if (metadata) await app.register(protectedResourceMetadataRoutes, metadata);
 
   const shutdown = new AbortController();
-  const gw: Gateway = { ...deps, codec: stateCodec(deps), shutdown: shutdown.signal };
+  const codec = createRequestStateRing<Continuation>({ keys: config.requestState.keys, ttlSeconds: config.requestState.ttlSeconds });
+  const gw: Gateway = { ...deps, codec, shutdown: shutdown.signal };
   const limits = await registerLimits(app, redis, config);
-  const mcp = createMcpRoute(gw, redisHealth, limits);
+  const auth = authHooks(await createAuthenticator(config.auth), log, config.auth.publicUrl ? protectedResourceMetadataUrl(config.auth.publicUrl) : undefined);
+  const mcp = createMcpRoute(gw, redisHealth, limits, auth);
   mcp.register(app);
 
   return Object.assign(app, {

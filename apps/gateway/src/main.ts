@@ -6,7 +6,7 @@
  * `Connection: close`), stop accepting, let in-flight requests finish for SHUTDOWN_GRACE_MS,
  * then close what is left and exit.
  */
-import { ConfigError, loadConfig } from '@mcp-tasks/config';
+import { authStartupWarnings, ConfigError, loadConfig } from '@mcp-tasks/config';
 import { createLogger } from '@mcp-tasks/observability';
 import { TaskStore } from '@mcp-tasks/task-store';
 import { connectOrExplain, createRedis, evictionPolicy, JobQueues, TaskEvents, watchRedis } from '@mcp-tasks/jobs';
@@ -26,7 +26,7 @@ async function main() {
     throw e;
   }
   const log = createLogger('gateway', config.logLevel);
-  if (config.requestState.isDevKey) log.warn('request_state.dev_key: set REQUEST_STATE_KEY (same on every replica) outside development');
+  for (const w of authStartupWarnings(config)) log.warn({ event: w.event }, w.message);
 
   const redis = createRedis(config.redisUrl, 'request', 'mcp-gateway');
   const sub = createRedis(config.redisUrl, 'worker', 'mcp-gateway-sub');

@@ -1,8 +1,10 @@
 /**
  * `POST /mcp` (and GET/DELETE, which the SDK answers 405): the one route of the MCP endpoint.
  *
- *   onRequest:  Origin and Host (request-guards.ts: 403 / 400) → authentication → principal
- *   preHandler: the per-principal request rate (limits.ts: 429)
+ *   onRequest:  Origin, Host, Content-Type (request-guards.ts: 403 / 400 / 415) →
+ *               authentication (auth/hooks.ts: 401 / 403; principal)
+ *   preHandler: authentication of a body that is not what its header said → the
+ *               per-principal request rate (limits.ts: 429)
  *   handler:    body depth (400) → classify once (classify.ts) → 503 while Redis is away for
  *               methods that need it (D10) → for a call that starts work, the creation rate
  *               (429) → the lane:
@@ -20,7 +22,8 @@ import { toNodeHandler } from '@modelcontextprotocol/node';
 import type { RedisHealth } from '@mcp-tasks/jobs';
 import { classify, toolNeedsRedis, type Classification, type McpBody } from './classify.js';
 import type { Exchange, Gateway } from './context.js';
-import { ErrorCode, jsonRpcErrorBody, TASKS_EXTENSION } from './errors.js';
+import type { AuthHooks } from './auth/hooks.js';
+import { echoableId, ErrorCode, jsonRpcErrorBody, TASKS_EXTENSION } from './errors.js';
 import { sendRefusal, type Limits } from './limits.js';
 import { createTaskListen } from './listen.js';
 import { requestGuards } from './request-guards.js';
@@ -45,14 +48,7 @@ export interface McpRoute {
   closeListens(): void;
 }
 
-/** The caller of a request, set by authentication in `onRequest`. */
-declare module 'fastify' {
-  interface FastifyRequest {
-    principal: string;
-  }
-}
-
-export function createMcpRoute(gw: Gateway, redisHealth: RedisHealth, limits: Limits): McpRoute {
+export function createMcpRoute(gw: Gateway, redisHealth: RedisHealth, limits: Limits, auth: AuthHooks): McpRoute {
   const { config, log } = gw;
   const factory = createServerFactory(gw);
   const handlerOptions = {
@@ -79,16 +75,15 @@ export function createMcpRoute(gw: Gateway, redisHealth: RedisHealth, limits: Li
       app.route({
         method: ['POST', 'GET', 'DELETE'],
         url: '/mcp',
-        onRequest: [
-          requestGuards(config),
-          async (req) => {
-            req.principal = 'anonymous'; // until authentication lands (D9)
+        onRequest: [requestGuards(config), auth.onRequest],
+        preHandler: [
+          auth.preHandler,
+          async (req, reply) => {
+            // An unauthenticated server/discover counts against its address.
+            const refused = await limits.request(req, req.principal || `ip:${req.ip}`);
+            if (refused) return sendRefusal(reply, echoableId(req.body), refused);
           },
         ],
-        preHandler: async (req, reply) => {
-          const refused = await limits.request(req, req.principal);
-          if (refused) return sendRefusal(reply, (req.body as McpBody | undefined)?.id, refused);
-        },
         handler: async (req: FastifyRequest, reply) => {
           const body = req.body as McpBody | undefined;
           if (jsonDepthExceeds(body, MAX_JSON_DEPTH)) {

@@ -5,15 +5,16 @@
  * (D7: the signing keys are shared).
  *
  * Continuations (the signed payload; signed, not encrypted: it holds no secret):
- *  - `inline` / `pre`: the step that asked, its state, the requests it issued (`q`, to validate
- *    and re-ask) and a single-use nonce `n` (M-07);
+ *  - `inline` / `pre`: the step that asked, its state and the requests it issued (`q`, to
+ *    validate and re-ask);
  *  - `sync`: a synchronous call whose task waits for input (sync-call.ts);
  *  - `status`: `task_status` relaying a handed-off task's question (task-status.ts).
  * Every continuation is bound to the principal (M-06) and to the tool and a digest of its
- * arguments, and is single use: the retry that uses it spends its nonce, and a re-ask spends
+ * arguments, and carries a nonce (the codec's), so it is single use (M-07): the retry that uses
+ * it spends its nonce, and a re-ask spends
  * the old one before minting a new one, so an earlier state can never run a step twice (N-02).
  */
-import { createHash, randomUUID } from 'node:crypto';
+import { createHash } from 'node:crypto';
 import { inputRequired as sdkInputRequired } from '@modelcontextprotocol/server';
 import type { InputRequired, ToolDefinition } from '@mcp-tasks/tools';
 import type { Call, Gateway } from './context.js';
@@ -21,23 +22,26 @@ import { acceptedAnswers } from './answers.js';
 import { invalidParams } from './errors.js';
 
 /** A round run in the gateway (inline tools, pre-task rounds). */
-export type MrtrRound = { k: 'inline' | 'pre'; tool: string; args: string; step: number; state: unknown; q: Record<string, unknown>; n: string };
+export type MrtrRound = { k: 'inline' | 'pre'; tool: string; args: string; step: number; state: unknown; q: Record<string, unknown> };
 
 /** Every signed continuation this service mints. */
-export type Continuation = MrtrRound | { k: 'sync' | 'status'; tool: string; args: string; taskId: string; n: string };
+export type Continuation = MrtrRound | { k: 'sync' | 'status'; tool: string; args: string; taskId: string };
 
-/** Signs and verifies continuations, bound to the principal (M-05, M-06). */
+/**
+ * Signs and verifies continuations, bound to the principal (M-05, M-06): request-state.ts, a
+ * key ring shared by every replica (REQUEST_STATE_KEYS).
+ */
 export interface StateCodec<T> {
   mint(payload: T, principal: string): Promise<string>;
-  /** @throws on any failure (tampered, expired, other principal, unknown key): answered `-32602`. */
-  verify(state: string, principal: string): Promise<T>;
+  /**
+   * @returns the payload and the state's single-use nonce.
+   * @throws on any failure (tampered, expired, other principal, unknown key): answered `-32602`.
+   */
+  verify(state: string, principal: string): Promise<T & { nonce: string }>;
 }
 
 /** Digest of a tool's arguments, binding a continuation to them (M-06). */
 export const digest = (v: unknown) => createHash('sha256').update(JSON.stringify(v ?? {})).digest('base64url').slice(0, 22);
-
-/** A fresh single-use nonce for a continuation (M-07). */
-export const nonce = () => randomUUID();
 
 /**
  * Spends a continuation's nonce (M-07).
@@ -48,13 +52,13 @@ export async function spend(gw: Gateway, n: string): Promise<void> {
 }
 
 /** The continuation this retry carries, if any (the SDK verified it with `codec.verify`). */
-export function continuationOf(call: Call): Continuation | undefined {
-  return call.ctx.mcpReq.requestState() as Continuation | undefined;
+export function continuationOf(call: Call): (Continuation & { nonce: string }) | undefined {
+  return call.ctx.mcpReq.requestState() as (Continuation & { nonce: string }) | undefined;
 }
 
 /** MRTR `input_required` for a gateway-run step, with its signed continuation. */
 export async function askRound(gw: Gateway, call: Call, k: MrtrRound['k'], tool: string, args: unknown, step: number, out: Pick<InputRequired, 'inputRequests' | 'state'>) {
-  const payload: MrtrRound = { k, tool, args: digest(args), step, state: out.state ?? null, q: out.inputRequests, n: nonce() };
+  const payload: MrtrRound = { k, tool, args: digest(args), step, state: out.state ?? null, q: out.inputRequests };
   return sdkInputRequired({ inputRequests: out.inputRequests as never, requestState: await gw.codec.mint(payload, call.principal) });
 }
 
@@ -68,7 +72,7 @@ export async function continueRound(gw: Gateway, call: Call, k: MrtrRound['k'], 
   const rs = continuationOf(call);
   if (rs?.k !== k) return { step: 1, state: undefined as unknown, responses: {} };
   const answers = acceptedAnswers(rs.q, responses, gw.config.limits.maxInputResponsesBytes);
-  await spend(gw, rs.n);
+  await spend(gw, rs.nonce);
   if (Object.keys(rs.q).some((key) => !(key in answers))) {
     return { again: await askRound(gw, call, k, tool.name, args, rs.step, { inputRequests: rs.q as InputRequired['inputRequests'], state: rs.state }) };
   }

@@ -19,7 +19,7 @@ import type { ToolDefinition } from '@mcp-tasks/tools';
 import type { Call, Gateway } from './context.js';
 import { ErrorCode, invalidParams, storeUnavailable } from './errors.js';
 import { handedOffResult, handOff } from './handoff.js';
-import { digest, nonce } from './mrtr.js';
+import { digest } from './mrtr.js';
 import { ProgressRelay, progressTokenOf } from './progress.js';
 import { answerTask } from './tasks-methods.js';
 
@@ -109,7 +109,7 @@ export async function waitSync(gw: Gateway, call: Call, taskId: string, tool: To
           }
           return sdkInputRequired({
             inputRequests: rec.inputRequests as never,
-            requestState: await gw.codec.mint({ k: 'sync', tool: tool.name, args: digest(args), taskId, n: nonce() }, call.principal),
+            requestState: await gw.codec.mint({ k: 'sync', tool: tool.name, args: digest(args), taskId }, call.principal),
           });
         }
         default: {

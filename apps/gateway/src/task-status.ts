@@ -19,7 +19,7 @@ import { isWellFormedTaskId } from '@mcp-tasks/task-store';
 import { defineTool, type ToolDefinition } from '@mcp-tasks/tools';
 import type { Call, Gateway } from './context.js';
 import { storeUnavailable } from './errors.js';
-import { continuationOf, digest, nonce, spend } from './mrtr.js';
+import { continuationOf, digest, spend } from './mrtr.js';
 import { answerTask } from './tasks-methods.js';
 
 export const TASK_STATUS_TOOL = 'task_status';
@@ -53,7 +53,7 @@ export async function taskStatus(gw: Gateway, call: Call, args: { taskId: string
   if (!rec || rec.mode !== 'task' || rec.owner !== call.principal) return notFound;
   const rs = continuationOf(call);
   if (rs?.k === 'status' && rs.taskId === taskId && rec.status === 'input_required') {
-    await spend(gw, rs.n);
+    await spend(gw, rs.nonce);
     const r = await answerTask(gw, rec, responses);
     log.info({ taskId, outcome: r.code }, 'task_status.answered');
     rec = (await store.get(taskId)) ?? rec;
@@ -73,7 +73,7 @@ export async function taskStatus(gw: Gateway, call: Call, args: { taskId: string
       if (call.era === 'modern' && (!needsElicitation || call.caps.elicitation !== undefined)) {
         return sdkInputRequired({
           inputRequests: rec.inputRequests as never,
-          requestState: await gw.codec.mint({ k: 'status', tool: TASK_STATUS_TOOL, args: digest(args), taskId, n: nonce() }, call.principal),
+          requestState: await gw.codec.mint({ k: 'status', tool: TASK_STATUS_TOOL, args: digest(args), taskId }, call.principal),
         });
       }
       return {

@@ -75,7 +75,7 @@ export async function toolsCall(gw: Gateway, call: Call, params: { name: string;
 
   // MRTR retry of a synchronous call whose task is waiting for input.
   if (rs?.k === 'sync') {
-    await spend(gw, rs.n);
+    await spend(gw, rs.nonce);
     return resumeSync(gw, call, rs.taskId, tool, args, responses);
   }
   if (tool.name === TASK_STATUS_TOOL) return taskStatus(gw, call, args as { taskId: string }, responses);

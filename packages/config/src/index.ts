@@ -6,12 +6,15 @@
  * wrong; the apps print that line and exit 1 (no stack trace).
  */
 import { z } from 'zod';
+import { isLoopbackHost, loadAuthConfig, type AuthConfig, type RequestStateConfig } from './auth.js';
+import { ConfigError } from './errors.js';
+
+export { ConfigError };
+export * from './auth.js';
 
 /** Tool sets a deployment can enable through `MCP_TOOLSETS`. */
 export const TOOLSETS = ['demo', 'conformance', 'testing'] as const;
 export type Toolset = (typeof TOOLSETS)[number];
-
-const DEV_REQUEST_STATE_KEY = 'dev-only-request-state-key-change-me-0123456789';
 
 const intMs = (def: number, min = 0) => z.coerce.number().int().min(min).default(def);
 
@@ -47,8 +50,6 @@ const schema = z.object({
   TASK_POLL_INTERVAL_MS: intMs(2000, 100),
   /** How long a task may wait in `input_required` before it ends `failed` (B-05). Default 6 h. */
   TASK_INPUT_TIMEOUT_MS: intMs(21_600_000, 500),
-  /** Key (>= 32 bytes) that signs MRTR `requestState`; the same on every replica (D7, M-05). */
-  REQUEST_STATE_KEY: z.string().min(32, 'must be at least 32 characters').optional(),
   /** Lifetime of a minted `requestState`, in seconds. */
   REQUEST_STATE_TTL_S: z.coerce.number().int().min(1).default(600),
   WORKER_CONCURRENCY: z.coerce.number().int().min(1).max(10_000).default(50),
@@ -137,7 +138,10 @@ export interface Config {
   keyPrefix: string;
   toolsets: Toolset[];
   task: { ttlMs: number; pollIntervalMs: number; inputTimeoutMs: number };
-  requestState: { key: string; ttlSeconds: number; isDevKey: boolean };
+  /** MRTR `requestState` key ring, shared by every replica (D7, M-05); auth.ts. */
+  requestState: RequestStateConfig;
+  /** Authentication (D9); auth.ts. */
+  auth: AuthConfig;
   worker: {
     concurrency: number;
     lockDurationMs: number;
@@ -188,17 +192,6 @@ export interface Config {
 /** Host names of the loopback interface (the default `ALLOWED_HOSTS` when HOST is one of them). */
 export const LOOPBACK_HOSTS = ['localhost', '127.0.0.1', '[::1]'];
 
-/** True for an address or name that only the local machine can reach. */
-export function isLoopback(host: string): boolean {
-  const h = host.toLowerCase().replace(/^\[|\]$/g, '');
-  return h === 'localhost' || h === '::1' || /^127(\.\d{1,3}){3}$/.test(h);
-}
-
-/** Thrown by `loadConfig` with a one-line, user-facing message. */
-export class ConfigError extends Error {
-  override name = 'ConfigError';
-}
-
 /**
  * Parses and validates `env` (default `process.env`).
  * @throws ConfigError naming the first bad variable, e.g. `PORT: expected number, received NaN`.
@@ -216,9 +209,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   if (production && e.MCP_TOOLSETS.includes('testing')) {
     throw new ConfigError('invalid configuration: MCP_TOOLSETS: the testing tool set cannot be enabled when NODE_ENV=production');
   }
-  if (production && !e.REQUEST_STATE_KEY) {
-    throw new ConfigError('invalid configuration: REQUEST_STATE_KEY must be set (>= 32 characters, same on every replica) when NODE_ENV=production');
-  }
+  const { auth, requestState } = loadAuthConfig(cleaned, { nodeEnv: e.NODE_ENV, host: e.HOST, requestStateTtlSeconds: e.REQUEST_STATE_TTL_S });
   return {
     env: e.NODE_ENV,
     host: e.HOST,
@@ -227,11 +218,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     keyPrefix: e.REDIS_KEY_PREFIX,
     toolsets: e.MCP_TOOLSETS,
     task: { ttlMs: e.TASK_TTL_MS, pollIntervalMs: e.TASK_POLL_INTERVAL_MS, inputTimeoutMs: e.TASK_INPUT_TIMEOUT_MS },
-    requestState: {
-      key: e.REQUEST_STATE_KEY ?? DEV_REQUEST_STATE_KEY,
-      ttlSeconds: e.REQUEST_STATE_TTL_S,
-      isDevKey: !e.REQUEST_STATE_KEY,
-    },
+    requestState,
+    auth,
     worker: {
       concurrency: e.WORKER_CONCURRENCY,
       lockDurationMs: e.WORKER_LOCK_DURATION_MS,
@@ -263,6 +251,6 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       bodyReadTimeoutMs: e.BODY_READ_TIMEOUT_MS,
     },
     allowedOrigins: e.ALLOWED_ORIGINS,
-    allowedHosts: e.ALLOWED_HOSTS ? (e.ALLOWED_HOSTS.includes('*') ? undefined : e.ALLOWED_HOSTS) : isLoopback(e.HOST) ? LOOPBACK_HOSTS : undefined,
+    allowedHosts: e.ALLOWED_HOSTS ? (e.ALLOWED_HOSTS.includes('*') ? undefined : e.ALLOWED_HOSTS) : isLoopbackHost(e.HOST) ? LOOPBACK_HOSTS : undefined,
   };
 }
