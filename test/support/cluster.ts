@@ -223,6 +223,9 @@ export function testEnv(prefix: string, redisUrl: string, extra: Record<string, 
     SHUTDOWN_GRACE_MS: '3000',
     SHUTDOWN_DRAIN_DELAY_MS: '300',
     SYNC_HOLDER_TIMEOUT_MS: '3000',
+    // Tests that do not test the per-principal limits must never meet them.
+    RATE_LIMIT_REQUESTS_PER_MIN: '1000000',
+    RATE_LIMIT_TASK_CREATIONS_PER_MIN: '1000000',
     ...extra,
   };
 }

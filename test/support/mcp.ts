@@ -15,6 +15,8 @@ export interface CallOptions {
   capabilities?: Record<string, unknown>;
   /** Extra / overriding headers (set a header to `null` to drop it). */
   headers?: Record<string, string | null>;
+  /** Bearer credential (API key or JWT) sent as `Authorization: Bearer <token>`. */
+  token?: string;
   id?: string | number;
   signal?: AbortSignal;
   /** Extra `_meta` keys (e.g. progressToken). */
@@ -81,6 +83,7 @@ export async function rpc(url: string, method: string, params: Record<string, an
   });
   const name = nameFor(method, params);
   if (name !== undefined) headers.set('mcp-name', name);
+  if (o.token !== undefined) headers.set('authorization', `Bearer ${o.token}`);
   for (const [k, v] of Object.entries(o.headers ?? {})) {
     if (v === null) headers.delete(k);
     else headers.set(k, v);
@@ -137,11 +140,12 @@ export async function pollTask(
   until: (r: Record<string, any>) => boolean,
   timeoutMs = 20_000,
   everyMs = 100,
+  o: CallOptions = {},
 ): Promise<Record<string, any>> {
   const end = Date.now() + timeoutMs;
   let last: Record<string, any> | undefined;
   for (;;) {
-    const r = await getTask(next(), taskId);
+    const r = await getTask(next(), taskId, o);
     if (r.body.error) throw new Error(`tasks/get failed: ${JSON.stringify(r.body.error)}`);
     last = r.body.result!;
     if (until(last)) return last;

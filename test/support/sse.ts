@@ -53,6 +53,7 @@ export function sseCall(url: string, method: string, params: Record<string, any>
   };
   const name = method === 'tools/call' ? params.name : method.startsWith('tasks/') ? params.taskId : undefined;
   if (name !== undefined) headers['mcp-name'] = String(name);
+  if (o.token !== undefined) headers.authorization = `Bearer ${o.token}`;
   for (const [k, v] of Object.entries(o.headers ?? {})) {
     if (v === null) delete headers[k.toLowerCase()];
     else headers[k.toLowerCase()] = v;

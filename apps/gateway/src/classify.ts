@@ -161,17 +161,14 @@ export function classify(body: unknown, registry: ToolRegistry, o: ClassifyOptio
     return c;
   }
   c.args = parsed.data as Record<string, unknown>;
-  if (tool.runsIn === 'gateway') {
-    c.lane = 'inline';
-    return c;
-  }
   if (tool.taskSupport === 'required' && !declaresTasks) return c;
   const missing = missingCaps(tool.requiresCapabilities, caps);
   if (missing) {
     c.missingCaps = missing;
     return c;
   }
-  c.lane = declaresTasks && tool.taskSupport !== 'forbidden' ? 'task' : 'sync';
+  if (tool.runsIn === 'gateway') c.lane = 'inline';
+  else c.lane = declaresTasks && tool.taskSupport !== 'forbidden' ? 'task' : 'sync';
   return c;
 }
 

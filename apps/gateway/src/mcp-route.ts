@@ -104,6 +104,7 @@ export function createMcpRoute(gw: Gateway, redisHealth: RedisHealth, limits: Li
             bodyBytes: Number(req.headers['content-length']) || undefined,
             http: { method: req.method, headers: req.headers },
           });
+          if (log.isLevelEnabled('debug')) log.debug({ method: c.method, id: c.id, lane: c.lane, principal: req.principal, headers: req.headers }, 'mcp.request');
           if (needsRedis(c) && !redisHealth.ok) {
             return reply.code(503).header('retry-after', '5').send(jsonRpcErrorBody(c.id, ErrorCode.InternalError, 'Task store unavailable; retry later'));
           }
