@@ -7,11 +7,12 @@
 # which would replace the tini entrypoint).
 #
 #   docker build -t mcp-task-service .
-#   docker run --rm -p 3000:3000 -e REDIS_URL=redis://host:6379 -e REQUEST_STATE_KEY=... mcp-task-service
-#   docker run --rm -e REDIS_URL=... -e REQUEST_STATE_KEY=... mcp-task-service node apps/worker/dist/main.js
+#   docker run --rm -p 3000:3000 -e REDIS_URL=redis://host:6379 -e AUTH_API_KEYS=alice:... -e REQUEST_STATE_KEYS=k1:... mcp-task-service
+#   docker run --rm -e REDIS_URL=... mcp-task-service node apps/worker/dist/main.js
 #
-# The image runs with NODE_ENV=production, so REQUEST_STATE_KEY (>= 32 characters, the same on
-# every replica) must be set or the process exits 1 at start. See .env.example.
+# The image runs with NODE_ENV=production and binds 0.0.0.0, so the gateway needs
+# authentication (AUTH_API_KEYS and/or AUTH_JWT_*) and REQUEST_STATE_KEYS (the same on every
+# replica), or it exits 1 at start naming what to set. See .env.example and the README.
 
 ARG NODE_VERSION=22
 

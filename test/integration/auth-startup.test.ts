@@ -1,8 +1,8 @@
 /**
  * The real processes refuse to start without authentication off loopback or in production, with
  * one line naming what to set (issue 10 §1, §3; design D9). Configuration fails before Redis is
- * touched, so no Redis is needed. The worker reads the same configuration and follows the same
- * rule.
+ * touched, so no Redis is needed. Authentication and requestState keys are the gateway's: a
+ * worker never sees a request and starts without them.
  */
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
@@ -23,12 +23,18 @@ function run(app: 'gateway' | 'worker', env: Record<string, string>) {
 
 describe('start-up without authentication', () => {
   const cases: [string, Record<string, string>, RegExp][] = [
-    ['HOST=0.0.0.0, nothing configured', { HOST: '0.0.0.0' }, /^(gateway|worker): invalid configuration: no authentication configured \(HOST=0\.0\.0\.0 is not a loopback address\): set AUTH_API_KEYS, or AUTH_JWT_ISSUER/],
+    ['HOST=0.0.0.0, nothing configured', { HOST: '0.0.0.0' }, /^gateway: invalid configuration: no authentication configured \(HOST=0\.0\.0\.0 is not a loopback address\): set AUTH_API_KEYS, or AUTH_JWT_ISSUER/],
     ['NODE_ENV=production, nothing configured', { NODE_ENV: 'production' }, /no authentication configured \(NODE_ENV=production\): set AUTH_API_KEYS/],
     ['API keys but no REQUEST_STATE_KEYS', { HOST: '0.0.0.0', AUTH_API_KEYS: 'ci:ci-api-key-0123456789abcdef' }, /REQUEST_STATE_KEYS must be set/],
     ['a short API key', { HOST: '0.0.0.0', AUTH_API_KEYS: 'ci:too-short' }, /AUTH_API_KEYS: entry 1 \(principal "ci"\): key shorter than 16 characters/],
   ];
-  for (const app of ['gateway', 'worker'] as const) {
+  it('worker: no authentication settings needed, even in production off loopback (it only fails here on the unreachable Redis)', () => {
+    const r = run('worker', { HOST: '0.0.0.0', NODE_ENV: 'production' });
+    assert.equal(r.code, 1, r.stderr);
+    assert.match(r.stderr, /^worker: cannot reach Redis at redis:\/\/127\.0\.0\.1:1/);
+    assert.doesNotMatch(r.stderr, /AUTH|REQUEST_STATE/);
+  });
+  for (const app of ['gateway'] as const) {
     for (const [what, env, re] of cases) {
       it(`${app}: ${what} → exit 1, one line naming the variable, no key echoed`, () => {
         const r = run(app, env);

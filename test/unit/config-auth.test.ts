@@ -269,7 +269,7 @@ describe('REQUEST_STATE_KEYS (the requestState key ring)', () => {
     const c = loadConfig({ ...EXPOSED, REQUEST_STATE_KEYS: `new:${RS2}, old:${RS1}` });
     assert.deepEqual(c.requestState.keys.map((k) => k.kid), ['new', 'old']);
     assert.deepEqual(c.requestState.keys.map((k) => k.secret), [RS2, RS1]);
-    assert.equal(c.requestState.key, RS2, 'the deprecated single key is the signing key');
+    assert.equal(c.requestState.keys[0]!.secret, RS2, 'the first key signs');
     assert.deepEqual(Object.keys(c.requestState.keys[0]!), ['kid']);
     assert.equal(c.requestState.isDevKey, false);
     assert.equal(c.requestState.ttlSeconds, 600);
@@ -311,7 +311,7 @@ describe('no key material in the loaded configuration', () => {
       for (const secret of [ALICE_KEY, BOB_KEY, RS1, RS2]) assert.ok(!text.includes(secret), `no ${secret.slice(0, 8)}… in ${text.slice(0, 80)}…`);
     }
     // The deprecated getter still reads the signing secret for the code that needs it.
-    assert.equal(c.requestState.key, RS2);
+    assert.equal(c.requestState.keys[0]!.secret, RS2);
   });
 });
 

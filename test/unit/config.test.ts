@@ -87,7 +87,7 @@ describe('loadConfig defaults', () => {
     assert.equal(c.logLevel, 'info');
     assert.equal(c.maxBodyBytes, 4 * 1024 * 1024);
     assert.equal(c.requestState.isDevKey, true, 'development falls back to the built-in dev key');
-    assert.ok(c.requestState.key.length >= 32);
+    assert.ok(c.requestState.keys[0]!.secret.length >= 32);
     assert.equal(c.requestState.ttlSeconds, 600);
     assert.deepEqual(c.worker, {
       concurrency: 50,
@@ -192,7 +192,7 @@ describe('production', () => {
     assertConfigError({ NODE_ENV: 'production', ...AUTH, REQUEST_STATE_KEY: 'k'.repeat(31) }, 'REQUEST_STATE_KEY');
     const c = loadConfig({ NODE_ENV: 'production', ...AUTH, REQUEST_STATE_KEY: PROD_KEY });
     assert.equal(c.env, 'production');
-    assert.equal(c.requestState.key, PROD_KEY);
+    assert.equal(c.requestState.keys[0]!.secret, PROD_KEY);
     assert.equal(c.requestState.isDevKey, false);
   });
 });

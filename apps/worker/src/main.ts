@@ -30,7 +30,7 @@ import { reconcileOnce } from './reconcile.js';
 async function main() {
   let config;
   try {
-    config = loadConfig();
+    config = loadConfig(process.env, { role: 'worker' });
   } catch (e) {
     if (e instanceof ConfigError) {
       console.error(`worker: ${e.message}`);

@@ -114,11 +114,6 @@ export interface RequestStateConfig {
   ttlSeconds: number;
   /** The ring is the public built-in development key (dev-loopback only). */
   isDevKey: boolean;
-  /**
-   * The signing key's secret (non-enumerable).
-   * @deprecated for the single-key SDK codec in mcp.ts until the ring (apps/gateway/src/request-state.ts) is wired.
-   */
-  readonly key: string;
 }
 
 /** What `loadAuthConfig` needs from the rest of the configuration. */
@@ -419,7 +414,6 @@ export function loadAuthConfig(env: Record<string, string | undefined>, ctx: Aut
     fail('REQUEST_STATE_KEYS must be set: kid:secret[,kid:secret...], each secret >= 32 characters, the same on every gateway replica (the built-in key is only for development on a loopback HOST without authentication)');
   }
   const requestState = { keys: Object.freeze(ring), ttlSeconds: ctx.requestStateTtlSeconds, isDevKey } as RequestStateConfig;
-  Object.defineProperty(requestState, 'key', { get: () => ring[0]!.secret, enumerable: false });
   return { auth, requestState };
 }
 

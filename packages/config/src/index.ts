@@ -194,9 +194,10 @@ export const LOOPBACK_HOSTS = ['localhost', '127.0.0.1', '[::1]'];
 
 /**
  * Parses and validates `env` (default `process.env`).
+ * @param o.role `worker` skips the gateway-only settings (authentication, requestState keys).
  * @throws ConfigError naming the first bad variable, e.g. `PORT: expected number, received NaN`.
  */
-export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
+export function loadConfig(env: NodeJS.ProcessEnv = process.env, o: { role?: 'gateway' | 'worker' } = {}): Config {
   // An empty value (`PORT=` in compose files and manifests) means "use the default".
   const cleaned = Object.fromEntries(Object.entries(env).filter(([, v]) => v !== undefined && v.trim() !== ''));
   const parsed = schema.safeParse(cleaned);
@@ -209,7 +210,11 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   if (production && e.MCP_TOOLSETS.includes('testing')) {
     throw new ConfigError('invalid configuration: MCP_TOOLSETS: the testing tool set cannot be enabled when NODE_ENV=production');
   }
-  const { auth, requestState } = loadAuthConfig(cleaned, { nodeEnv: e.NODE_ENV, host: e.HOST, requestStateTtlSeconds: e.REQUEST_STATE_TTL_S });
+  // Authentication and requestState keys are the gateway's: a worker never sees a request.
+  const { auth, requestState } =
+    o.role === 'worker'
+      ? { auth: { apiKeys: [], allowAnonymous: false, anonymous: 'off' as const }, requestState: { keys: Object.freeze([]), ttlSeconds: e.REQUEST_STATE_TTL_S, isDevKey: false } as unknown as RequestStateConfig }
+      : loadAuthConfig(cleaned, { nodeEnv: e.NODE_ENV, host: e.HOST, requestStateTtlSeconds: e.REQUEST_STATE_TTL_S });
   return {
     env: e.NODE_ENV,
     host: e.HOST,

@@ -16,7 +16,7 @@ export const REDACT_PATHS = [
   'headers.authorization',
   'authorization',
   'requestState',
-  'config.requestState.key',
+  'config.requestState.keys',
 ];
 
 /**
