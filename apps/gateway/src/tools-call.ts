@@ -34,7 +34,7 @@ function inlineContext(gw: Gateway, call: Call, step: number, state: unknown, re
     inputResponses: responses as Record<string, InputResponse>,
     clientCapabilities: call.caps,
     principal: call.principal,
-    settings: { researchPhaseMs: gw.config.demo.researchPhaseMs },
+    settings: { researchPhaseMs: gw.config.demo.researchPhaseMs, ...gw.config.testing },
     sleep: (ms) => abortableSleep(ms, signal),
     progress: async () => undefined,
   };

@@ -2,7 +2,7 @@
  * The `testing` tool set: fixtures the handed cases (`shared/cases/cases.md`) call. Enabled
  * only by `MCP_TOOLSETS=...,testing`; never in production.
  */
-import { renameSync, writeFileSync } from 'node:fs';
+import { appendFileSync, renameSync, writeFileSync } from 'node:fs';
 import { rename, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { z } from 'zod';
@@ -152,4 +152,30 @@ export const crashInline = defineTool({
   },
 });
 
-export const testingTools = [slowEcho, askConfirm, progressSync, sideEffect, crashInline];
+/**
+ * `confirm_once(marker)`: a gateway tool (MRTR) that asks for confirmation, then appends one
+ * line to `<TESTING_SIDE_EFFECT_DIR>/<marker>.runs`: the guarded step of cases B-17 and N-02,
+ * whose replays must never run it twice.
+ */
+export const confirmOnce = defineTool({
+  name: 'confirm_once',
+  description: 'Asks for confirmation, then records one run of its guarded step (testing only).',
+  inputSchema: z.object({ marker: z.string().regex(/^[A-Za-z0-9_-]{1,64}$/) }),
+  taskSupport: 'forbidden',
+  runsIn: 'gateway',
+  requiresCapabilities: { elicitation: {} },
+  async run({ marker }, ctx) {
+    if (ctx.step === 1) {
+      return inputRequired({
+        inputRequests: { confirm: elicitForm(`Run the guarded step for ${marker}?`, { type: 'object', properties: { ok: { type: 'boolean' } }, required: ['ok'] }) },
+      });
+    }
+    const dir = ctx.settings.sideEffectDir;
+    if (!dir) return textResult('confirm_once is not configured (TESTING_SIDE_EFFECT_DIR)', { isError: true });
+    if (accepted(ctx.inputResponses, 'confirm')?.ok !== true) return textResult(`not run: ${marker}`, { structuredContent: { marker, ran: false } });
+    appendFileSync(join(dir, `${marker}.runs`), `${Date.now()}\n`);
+    return textResult(`ran: ${marker}`, { structuredContent: { marker, ran: true } });
+  },
+});
+
+export const testingTools = [slowEcho, askConfirm, progressSync, sideEffect, crashInline, confirmOnce];
