@@ -285,8 +285,8 @@ describe('claimStep', () => {
     for (const status of ['completed', 'failed', 'cancelled'] as const) {
       const { rec } = await taskIn(status);
       const before = await snapshot(rec.taskId);
-      assert.deepEqual(await store.claimStep(rec.taskId, 1, 't'), { code: 'terminal', status });
-      assert.deepEqual(await store.claimStep(rec.taskId, 2, 't'), { code: 'terminal', status });
+      assert.deepEqual(await store.claimStep(rec.taskId, 1, 't'), { code: 'terminal', status, owner: 'alice' });
+      assert.deepEqual(await store.claimStep(rec.taskId, 2, 't'), { code: 'terminal', status, owner: 'alice' });
       assert.deepEqual(await snapshot(rec.taskId), before);
     }
   });
@@ -297,7 +297,7 @@ describe('claimStep', () => {
     const r = await store.requestCancel(rec.taskId);
     assert.deepEqual(r, { code: 'requested', jobId: `t.${rec.taskId}.1` });
     // The worker died before it saw the abort; the retried job claims again.
-    assert.deepEqual(await store.claimStep(rec.taskId, 1, 'retry'), { code: 'cancelled' });
+    assert.deepEqual(await store.claimStep(rec.taskId, 1, 'retry'), { code: 'cancelled', owner: 'alice' });
     const after = await mustGet(rec.taskId);
     assert.equal(after.status, 'cancelled');
     assert.ok(after.lastUpdatedAt >= rec.lastUpdatedAt);
@@ -393,8 +393,8 @@ describe('T-13: terminal states are absorbing', () => {
       assert.ok(before.expireAt > Date.now(), 'a terminal record keeps its expiry (D3: every key expires)');
       const terminal = { code: 'terminal', status };
       const id = rec.taskId;
-      assert.deepEqual(await store.claimStep(id, 1, 't'), terminal);
-      assert.deepEqual(await store.claimStep(id, 2, 't'), terminal);
+      assert.deepEqual(await store.claimStep(id, 1, 't'), { ...terminal, owner: 'alice' });
+      assert.deepEqual(await store.claimStep(id, 2, 't'), { ...terminal, owner: 'alice' });
       assert.deepEqual(await store.reportProgress(id, fence, { statusMessage: 'x', progress: { progress: 1 } }), terminal);
       assert.deepEqual(await store.parkForInput(id, fence, { zz: ELICIT_A }, null, 'x'), terminal);
       assert.deepEqual(await store.applyInputResponses(id, { 'q-1': { action: 'accept' } }), { code: 'ignored', status });
@@ -416,7 +416,7 @@ describe('T-13: terminal states are absorbing', () => {
     const r = await store.fail(rec.taskId, { expectStatus: 'input_required', expectStep: 1 }, { code: -32603, message: 'timeout' }, 'Timed out');
     assert.deepEqual(r, { code: 'ok' });
     assert.deepEqual(await store.applyInputResponses(rec.taskId, { 'q-1': { action: 'accept' } }), { code: 'ignored', status: 'failed' });
-    assert.deepEqual(await store.claimStep(rec.taskId, 2, 't'), { code: 'terminal', status: 'failed' });
+    assert.deepEqual(await store.claimStep(rec.taskId, 2, 't'), { code: 'terminal', status: 'failed', owner: 'alice' });
     assert.deepEqual(await store.complete(rec.taskId, fence, { content: [] }), { code: 'terminal', status: 'failed' });
     const after = await mustGet(rec.taskId);
     assert.equal(after.status, 'failed');
@@ -512,7 +512,7 @@ describe('applyInputResponses (tasks/update)', () => {
   it('T-32: a partial set is accepted and the task stays input_required with the rest outstanding; the last key resumes at step + 1', async () => {
     const rec = await parked(['a', 'b', 'c']);
     const t1 = Date.now();
-    assert.deepEqual(await store.applyInputResponses(rec.taskId, { a: { action: 'accept', content: { v: 'A' } } }, t1), { code: 'partial', applied: 1 });
+    assert.deepEqual(await store.applyInputResponses(rec.taskId, { a: { action: 'accept', content: { v: 'A' } } }, {}, t1), { code: 'partial', applied: 1 });
     let cur = await mustGet(rec.taskId);
     assert.equal(cur.status, 'input_required');
     assert.equal(cur.lastUpdatedAt, t1);
@@ -577,7 +577,7 @@ describe('requestCancel (tasks/cancel)', () => {
     const { rec } = await taskIn('input_required');
     await drain(store.cancelChannel); // forget what earlier tests published there
     const t = Date.now();
-    assert.deepEqual(await store.requestCancel(rec.taskId, 'Cancelled by client request', t), { code: 'cancelled' });
+    assert.deepEqual(await store.requestCancel(rec.taskId, 'Cancelled by client request', {}, t), { code: 'cancelled' });
     const after = await mustGet(rec.taskId);
     assert.equal(after.status, 'cancelled');
     assert.equal(after.statusMessage, 'Cancelled by client request');
@@ -602,7 +602,7 @@ describe('requestCancel (tasks/cancel)', () => {
     assert.deepEqual(await drain(store.channel(rec.taskId)), ['cancelled']);
     assert.deepEqual(await drain(store.cancelChannel), []);
     // The step-2 job that was already enqueued finds it cancelled.
-    assert.deepEqual(await store.claimStep(rec.taskId, 2, 't'), { code: 'terminal', status: 'cancelled' });
+    assert.deepEqual(await store.claimStep(rec.taskId, 2, 't'), { code: 'terminal', status: 'cancelled', owner: 'alice' });
   });
 
   it('T-36 / D5: working and claimed → cancelRequested, PUBLISH t.<id>.<step> on <prefix>:cancel; the worker then records cancelled', async () => {
