@@ -105,6 +105,10 @@ const schema = z.object({
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
   /** Largest accepted request body, in bytes (413 above it). */
   MAX_BODY_BYTES: z.coerce.number().int().min(1024).default(4 * 1024 * 1024),
+  /** Non-terminal tasks one principal may hold at once, counted in Redis across replicas (issue 10 §4). */
+  MAX_OUTSTANDING_TASKS: z.coerce.number().int().min(1).max(1_000_000).default(100),
+  /** Largest tool result stored, in bytes of serialized JSON; a larger one ends the task failed (-32603, N-09). */
+  MAX_RESULT_BYTES: z.coerce.number().int().min(1024).max(512 * 1024 * 1024).default(1_048_576),
 });
 
 /** The validated configuration. Durations are milliseconds unless the name says otherwise. */
@@ -148,6 +152,10 @@ export interface Config {
   maxBodyBytes: number;
   /** Hostnames allowed in an `Origin` header (H-03). */
   allowedOrigins: string[];
+  /** Non-terminal tasks one principal may hold, counted in Redis (MAX_OUTSTANDING_TASKS, issue 10 §4). */
+  maxOutstandingTasks: number;
+  /** Largest stored tool result, bytes of serialized JSON (MAX_RESULT_BYTES, N-09). */
+  maxResultBytes: number;
 }
 
 /** Thrown by `loadConfig` with a one-line, user-facing message. */
@@ -208,5 +216,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     logLevel: e.LOG_LEVEL,
     maxBodyBytes: e.MAX_BODY_BYTES,
     allowedOrigins: e.ALLOWED_ORIGINS,
+    maxOutstandingTasks: e.MAX_OUTSTANDING_TASKS,
+    maxResultBytes: e.MAX_RESULT_BYTES,
   };
 }
