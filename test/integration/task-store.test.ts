@@ -14,6 +14,8 @@ import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import { Redis } from 'ioredis';
 import {
+  capStatusMessage,
+  STATUS_MESSAGE_MAX_CHARS,
   TaskStore,
   TaskIdTakenError,
   isWellFormedTaskId,
@@ -803,6 +805,49 @@ describe('detachSync (budget hand-off, D1)', () => {
     assert.deepEqual(await store.detachSync(task.taskId), { code: 'not_sync', status: 'working' });
     assert.deepEqual(await store.detachSync('6f1c2d4e-8a9b-4c3d-9e8f-0a1b2c3d4e5f'), { code: 'gone' });
     await drain(store.channel(parked.taskId));
+  });
+});
+
+describe('statusMessage is capped by every writer (one constant, STATUS_MESSAGE_MAX_CHARS)', () => {
+  const LONG = `${'é'.repeat(150)}${'😀'.repeat(150)}`; // 300 code points, 450 UTF-16 units
+
+  it('capStatusMessage cuts at the constant (code points, never half a surrogate pair) and leaves short messages alone', () => {
+    assert.equal(STATUS_MESSAGE_MAX_CHARS, 200);
+    const cut = capStatusMessage(LONG);
+    assert.equal(Array.from(cut).length, STATUS_MESSAGE_MAX_CHARS);
+    assert.ok(cut.endsWith('…'));
+    assert.doesNotMatch(cut, /[\uD800-\uDBFF](?![\uDC00-\uDFFF])/, 'no lone high surrogate');
+    assert.equal(capStatusMessage('Done'), 'Done');
+    assert.equal(capStatusMessage('x'.repeat(200)), 'x'.repeat(200));
+  });
+
+  it('create, reportProgress, parkForInput, complete, fail, markCancelled and requestCancel all store at most the cap', async () => {
+    const stored = async (taskId: string) => (await redis.hget(store.key(taskId), 'statusMessage')) ?? '';
+    const ok = (s: string) => Array.from(s).length === STATUS_MESSAGE_MAX_CHARS && s.endsWith('…');
+    const created = await newTask({ statusMessage: LONG });
+    assert.ok(ok(await stored(created.taskId)), 'create');
+    const fence = await claim(created.taskId);
+    await store.reportProgress(created.taskId, fence, { statusMessage: LONG });
+    assert.ok(ok(await stored(created.taskId)), 'reportProgress');
+    await store.parkForInput(created.taskId, fence, { q: ELICIT_A }, null, LONG);
+    assert.ok(ok(await stored(created.taskId)), 'parkForInput');
+    await store.requestCancel(created.taskId, LONG);
+    assert.ok(ok(await stored(created.taskId)), 'requestCancel (ended at once)');
+
+    const w1 = await taskIn('working');
+    await store.complete(w1.rec.taskId, w1.fence, { content: [] }, LONG);
+    assert.ok(ok(await stored(w1.rec.taskId)), 'complete');
+    const w2 = await taskIn('working');
+    await store.fail(w2.rec.taskId, { fence: w2.fence }, { code: -32603, message: 'x' }, LONG);
+    assert.ok(ok(await stored(w2.rec.taskId)), 'fail');
+    const w3 = await taskIn('working');
+    await store.markCancelled(w3.rec.taskId, w3.fence, LONG);
+    assert.ok(ok(await stored(w3.rec.taskId)), 'markCancelled');
+    const w4 = await taskIn('working');
+    await store.requestCancel(w4.rec.taskId, LONG); // running: the reason is kept for the worker's write
+    assert.ok(ok((await redis.hget(store.key(w4.rec.taskId), 'cancelReason')) ?? ''), 'requestCancel (reason)');
+    await drain(store.cancelChannel);
+    for (const id of [created.taskId, w1.rec.taskId, w2.rec.taskId, w3.rec.taskId, w4.rec.taskId]) await drain(store.channel(id));
   });
 });
 

@@ -23,13 +23,21 @@ class BinaryValue extends Error {
   }
 }
 
+const isBinary = (v: unknown): v is ArrayBufferView | ArrayBuffer => ArrayBuffer.isView(v) || v instanceof ArrayBuffer;
+
 /** Serializes `result` of tool `tool` within `maxBytes` (see the module doc). Never throws. */
 export function serializeResult(tool: string, result: unknown, maxBytes: number): SerializedResult {
   let json: string;
   try {
-    json = JSON.stringify(result, function (this: Record<string, unknown>, key: string, value: unknown) {
-      const raw = this[key]; // before toJSON: a Buffer's own value, not {type:'Buffer'}
-      if (ArrayBuffer.isView(raw) || raw instanceof ArrayBuffer) throw new BinaryValue(raw.constructor.name, key === '' ? 'the top level' : `"${key}"`);
+    json = JSON.stringify(result, (key: string, value: unknown) => {
+      // A container's children are checked before JSON.stringify descends into them: a Buffer's
+      // toJSON (a 5 MB buffer → an array of 5 million numbers) never runs.
+      if (value === null || typeof value !== 'object') return value;
+      if (isBinary(value)) throw new BinaryValue(value.constructor.name, key === '' ? 'the top level' : `"${key}"`);
+      for (const k in value) {
+        const child = (value as Record<string, unknown>)[k];
+        if (isBinary(child)) throw new BinaryValue(child.constructor.name, `"${k}"`);
+      }
       return value;
     });
   } catch (e) {
