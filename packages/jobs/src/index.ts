@@ -99,7 +99,10 @@ export class JobQueues {
     });
   }
 
-  /** Schedules the end of an `input_required` wait (B-05.6). */
+  /**
+   * Schedules the end of an `input_required` wait (B-05.6). No priority on purpose: once due it
+   * runs before every queued step (one script call), never behind a principal's backlog.
+   */
   async scheduleInputTimeout(taskId: string, step: number, delayMs: number): Promise<void> {
     await this.tools.add(JOB_INPUT_TIMEOUT, { taskId, step } satisfies StepJobData, {
       jobId: `${stepJobId(taskId, step)}.timeout`,
