@@ -201,13 +201,13 @@ describe('B-02(c) Redis refuses writes while tools/call is handled: -32603, no t
     await redis?.stop();
   });
 
-  /** Task records and step jobs under the prefix, plus the waiting-list length. */
+  /** Task records and step jobs under the prefix, plus the queued jobs (wait list + prioritized: step jobs carry a priority). */
   async function snapshot() {
     const keys = await c.keys();
     return {
       tasks: keys.filter((k) => k.includes(':{t:') && k.endsWith(':task')).sort(),
       jobs: keys.filter((k) => k.includes(':{jobs}:tools:t.')).sort(),
-      waiting: await admin.llen(`${c.prefix}:{jobs}:tools:wait`),
+      waiting: (await admin.llen(`${c.prefix}:{jobs}:tools:wait`)) + (await admin.zcard(`${c.prefix}:{jobs}:tools:prioritized`)),
     };
   }
 

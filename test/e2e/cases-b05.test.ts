@@ -169,7 +169,7 @@ describe('B-05: tasks/update answers dropped or applied twice', () => {
       assert.ok(!('inputRequests' in working.body.result!));
       const step2 = await q.queue.getJob(`t.${taskId}.2`);
       assert.ok(step2, 'step 2 was enqueued');
-      assert.equal(await step2.getState(), 'waiting');
+      assert.equal(await step2.getState(), 'prioritized', 'queued (every step job carries its fair-share priority)');
       assert.equal(await q.queue.getJobState(`t.${taskId}.3`), 'unknown');
 
       // 4. The same update again (and a different answer for K) after the task is working.

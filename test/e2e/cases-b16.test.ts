@@ -177,7 +177,7 @@ describe('B-16: status driven by lossy queue events', () => {
   it('B-16c: a waiting task whose BullMQ job is removed becomes failed ("job lost") within RECONCILE_AFTER_MS + RECONCILE_INTERVAL_MS (T-14, T-21)', async () => {
     c = await startCluster({ gateways: 1, workers: 1 });
     const url = c.urls[0]!;
-    // No worker: the step job stays in `waiting`.
+    // No worker: the step job stays queued (`prioritized`: every step job has a priority).
     await c.workers[0]!.stop('SIGTERM');
     const r = await callTool(url, 'slow_echo', { seconds: 1, text: 'orphan' });
     assert.equal(r.body.result?.resultType, 'task', JSON.stringify(r.body));
@@ -190,7 +190,7 @@ describe('B-16: status driven by lossy queue events', () => {
     const queue = new Queue('tools', { connection, prefix: `${c.prefix}:{jobs}` });
     try {
       const jobId = `t.${taskId}.1`;
-      assert.equal(await queue.getJobState(jobId), 'waiting');
+      assert.equal(await queue.getJobState(jobId), 'prioritized', 'queued (every step job carries its fair-share priority)');
       await queue.remove(jobId);
       assert.equal(await queue.getJobState(jobId), 'unknown', 'the job is gone');
       const removedAt = Date.now();

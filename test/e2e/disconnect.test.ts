@@ -66,13 +66,15 @@ describe('C-01: a closed request stream cancels the call; a delivered task handl
     assert.equal(head.status, 200);
     assert.match(String(head.headers['content-type']), /^text\/event-stream/);
     const first = await s.waitFrame(() => true, 5000);
-    await waitFor(() => existsSync(file(`${marker}.started`)), 5000, 10, `${marker}.started`);
+    // Written by another process: the file can exist a moment before its content does.
+    const written = (name: string) => existsSync(file(name)) && readFileSync(file(name), 'utf8') !== '';
+    await waitFor(() => written(`${marker}.started`), 5000, 10, `${marker}.started`);
     await sleep(Math.max(0, first.at + closeAfterMs - Date.now()));
     const closedAt = Date.now();
     s.close();
     const d = await s.done;
     assert.equal(d.how, 'closed');
-    await waitFor(() => existsSync(file(`${marker}.aborted`)), 5000, 5, `${marker}.aborted (the tool's AbortSignal)`);
+    await waitFor(() => written(`${marker}.aborted`), 5000, 5, `${marker}.aborted (the tool's AbortSignal)`);
     return { s, closedAt, abortedAt: readMs(`${marker}.aborted`), startedAt: readMs(`${marker}.started`) };
   }
 

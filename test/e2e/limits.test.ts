@@ -8,8 +8,8 @@ import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { connect } from 'node:net';
 import { request } from 'node:http';
-import { startCluster, type Cluster } from '../support/cluster.js';
-import { callTool, getTask, pollTask, roundRobin, rpc, updateTask } from '../support/mcp.js';
+import { startCluster, waitFor, type Cluster } from '../support/cluster.js';
+import { callTool, cancelTask, getTask, pollTask, roundRobin, rpc, updateTask } from '../support/mcp.js';
 
 /** Task-record keys under the cluster's prefix (`…:{t:<id>}:task`). */
 async function taskKeys(c: Cluster): Promise<string[]> {
@@ -60,6 +60,83 @@ describe('per-principal rates, counted in Redis across gateways (N-08)', () => {
     }
     assert.ok(ok <= 40 && ok >= 40 - 11, `accepted ${ok}`);
     assert.equal(ok + limited, 60);
+  });
+});
+
+describe('unfinished tasks and listen streams per principal, across gateways (N-08)', () => {
+  let c: Cluster;
+  const ALICE = 'alice-key-0123456789abcdef';
+  const BOB = 'bob-key-0123456789abcdef00';
+  before(async () => {
+    c = await startCluster({ gateways: 2, workers: 1, env: { AUTH_API_KEYS: `alice:${ALICE},bob:${BOB}`, MAX_OUTSTANDING_TASKS: '3', MAX_LISTEN_STREAMS_PER_PRINCIPAL: '2' } });
+  });
+  after(async () => c?.stop());
+
+  it('MAX_OUTSTANDING_TASKS=3: the 4th unfinished task of a principal (task or synchronous call) → 429 -31429 before anything is stored; another principal is unaffected; a finished task frees its slot', async () => {
+    const next = roundRobin(c.urls);
+    const ids: string[] = [];
+    for (let i = 0; i < 3; i++) ids.push((await callTool(next(), 'ask_confirm', {}, { token: ALICE })).body.result!.taskId);
+    const keysBefore = (await taskKeys(c)).length;
+    const refused = await callTool(next(), 'slow_echo', { seconds: 0 }, { token: ALICE, id: 'over' });
+    assert.equal(refused.status, 429, JSON.stringify(refused.body));
+    assert.equal(refused.body.error?.data?.limit, 'outstanding_tasks');
+    assert.equal(refused.body.id, 'over');
+    assert.ok(Number(refused.headers.get('retry-after')) >= 1);
+    const sync = await callTool(next(), 'slow_echo', { seconds: 0 }, { token: ALICE, tasks: false });
+    assert.equal(sync.status, 429, 'a synchronous call takes a slot too');
+    assert.equal((await taskKeys(c)).length, keysBefore, 'a refused call stores nothing');
+    const bob = await callTool(next(), 'slow_echo', { seconds: 0 }, { token: BOB });
+    assert.equal(bob.body.result?.resultType, 'task', 'another principal is unaffected');
+    // Cancelling one of A's tasks frees a slot (the release happens with the transition).
+    assert.equal((await cancelTask(next(), ids[0]!, { token: ALICE })).body.result?.resultType, 'complete');
+    const again = await callTool(next(), 'slow_echo', { seconds: 0 }, { token: ALICE });
+    assert.equal(again.body.result?.resultType, 'task', JSON.stringify(again.body));
+    // A finished task frees its slot too (the worker releases it).
+    await pollTask(next, again.body.result!.taskId, (t) => t.status === 'completed', 15_000, 50, { token: ALICE });
+    const third = await callTool(next(), 'slow_echo', { seconds: 0 }, { token: ALICE });
+    assert.equal(third.body.result?.resultType, 'task', JSON.stringify(third.body));
+  });
+
+  it('MAX_LISTEN_STREAMS_PER_PRINCIPAL=2: a third task listen stream on any gateway → 429 -31429; closing one frees it', async () => {
+    const open = (url: string, token: string) => {
+      const ac = new AbortController();
+      const res = fetch(url, {
+        method: 'POST',
+        signal: ac.signal,
+        headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream', 'mcp-protocol-version': '2026-07-28', 'mcp-method': 'subscriptions/listen', authorization: `Bearer ${token}` },
+        body: JSON.stringify({
+          jsonrpc: '2.0',
+          id: 'l',
+          method: 'subscriptions/listen',
+          params: { notifications: { taskIds: [] }, _meta: { 'io.modelcontextprotocol/protocolVersion': '2026-07-28', 'io.modelcontextprotocol/clientCapabilities': { extensions: { 'io.modelcontextprotocol/tasks': {} } } } },
+        }),
+      });
+      return { res, close: () => ac.abort() };
+    };
+    const [g1, g2] = c.urls as [string, string];
+    const a = open(g1, ALICE);
+    const b = open(g2, ALICE);
+    assert.equal((await a.res).status, 200);
+    assert.equal((await b.res).status, 200);
+    const third = await (await open(g1, ALICE).res);
+    assert.equal(third.status, 429);
+    const body = (await third.json()) as { error: { data: { limit: string } } };
+    assert.equal(body.error.data.limit, 'listen_streams');
+    const bob = open(g2, BOB);
+    assert.equal((await bob.res).status, 200, 'another principal is unaffected');
+    a.close();
+    await waitFor(async () => {
+      const r = open(g2, ALICE);
+      const res = await r.res;
+      if (res.status === 200) {
+        r.close();
+        return true;
+      }
+      await res.text();
+      return false;
+    }, 5000, 100, 'a freed listen slot');
+    b.close();
+    bob.close();
   });
 });
 

@@ -14,6 +14,8 @@ import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import { Redis } from 'ioredis';
 import {
+  capStatusMessage,
+  STATUS_MESSAGE_MAX_CHARS,
   TaskStore,
   TaskIdTakenError,
   isWellFormedTaskId,
@@ -285,8 +287,8 @@ describe('claimStep', () => {
     for (const status of ['completed', 'failed', 'cancelled'] as const) {
       const { rec } = await taskIn(status);
       const before = await snapshot(rec.taskId);
-      assert.deepEqual(await store.claimStep(rec.taskId, 1, 't'), { code: 'terminal', status });
-      assert.deepEqual(await store.claimStep(rec.taskId, 2, 't'), { code: 'terminal', status });
+      assert.deepEqual(await store.claimStep(rec.taskId, 1, 't'), { code: 'terminal', status, owner: 'alice' });
+      assert.deepEqual(await store.claimStep(rec.taskId, 2, 't'), { code: 'terminal', status, owner: 'alice' });
       assert.deepEqual(await snapshot(rec.taskId), before);
     }
   });
@@ -297,7 +299,7 @@ describe('claimStep', () => {
     const r = await store.requestCancel(rec.taskId);
     assert.deepEqual(r, { code: 'requested', jobId: `t.${rec.taskId}.1` });
     // The worker died before it saw the abort; the retried job claims again.
-    assert.deepEqual(await store.claimStep(rec.taskId, 1, 'retry'), { code: 'cancelled' });
+    assert.deepEqual(await store.claimStep(rec.taskId, 1, 'retry'), { code: 'cancelled', owner: 'alice' });
     const after = await mustGet(rec.taskId);
     assert.equal(after.status, 'cancelled');
     assert.ok(after.lastUpdatedAt >= rec.lastUpdatedAt);
@@ -393,8 +395,8 @@ describe('T-13: terminal states are absorbing', () => {
       assert.ok(before.expireAt > Date.now(), 'a terminal record keeps its expiry (D3: every key expires)');
       const terminal = { code: 'terminal', status };
       const id = rec.taskId;
-      assert.deepEqual(await store.claimStep(id, 1, 't'), terminal);
-      assert.deepEqual(await store.claimStep(id, 2, 't'), terminal);
+      assert.deepEqual(await store.claimStep(id, 1, 't'), { ...terminal, owner: 'alice' });
+      assert.deepEqual(await store.claimStep(id, 2, 't'), { ...terminal, owner: 'alice' });
       assert.deepEqual(await store.reportProgress(id, fence, { statusMessage: 'x', progress: { progress: 1 } }), terminal);
       assert.deepEqual(await store.parkForInput(id, fence, { zz: ELICIT_A }, null, 'x'), terminal);
       assert.deepEqual(await store.applyInputResponses(id, { 'q-1': { action: 'accept' } }), { code: 'ignored', status });
@@ -416,7 +418,7 @@ describe('T-13: terminal states are absorbing', () => {
     const r = await store.fail(rec.taskId, { expectStatus: 'input_required', expectStep: 1 }, { code: -32603, message: 'timeout' }, 'Timed out');
     assert.deepEqual(r, { code: 'ok' });
     assert.deepEqual(await store.applyInputResponses(rec.taskId, { 'q-1': { action: 'accept' } }), { code: 'ignored', status: 'failed' });
-    assert.deepEqual(await store.claimStep(rec.taskId, 2, 't'), { code: 'terminal', status: 'failed' });
+    assert.deepEqual(await store.claimStep(rec.taskId, 2, 't'), { code: 'terminal', status: 'failed', owner: 'alice' });
     assert.deepEqual(await store.complete(rec.taskId, fence, { content: [] }), { code: 'terminal', status: 'failed' });
     const after = await mustGet(rec.taskId);
     assert.equal(after.status, 'failed');
@@ -512,7 +514,7 @@ describe('applyInputResponses (tasks/update)', () => {
   it('T-32: a partial set is accepted and the task stays input_required with the rest outstanding; the last key resumes at step + 1', async () => {
     const rec = await parked(['a', 'b', 'c']);
     const t1 = Date.now();
-    assert.deepEqual(await store.applyInputResponses(rec.taskId, { a: { action: 'accept', content: { v: 'A' } } }, t1), { code: 'partial', applied: 1 });
+    assert.deepEqual(await store.applyInputResponses(rec.taskId, { a: { action: 'accept', content: { v: 'A' } } }, {}, t1), { code: 'partial', applied: 1 });
     let cur = await mustGet(rec.taskId);
     assert.equal(cur.status, 'input_required');
     assert.equal(cur.lastUpdatedAt, t1);
@@ -577,7 +579,7 @@ describe('requestCancel (tasks/cancel)', () => {
     const { rec } = await taskIn('input_required');
     await drain(store.cancelChannel); // forget what earlier tests published there
     const t = Date.now();
-    assert.deepEqual(await store.requestCancel(rec.taskId, 'Cancelled by client request', t), { code: 'cancelled' });
+    assert.deepEqual(await store.requestCancel(rec.taskId, 'Cancelled by client request', {}, t), { code: 'cancelled' });
     const after = await mustGet(rec.taskId);
     assert.equal(after.status, 'cancelled');
     assert.equal(after.statusMessage, 'Cancelled by client request');
@@ -602,7 +604,7 @@ describe('requestCancel (tasks/cancel)', () => {
     assert.deepEqual(await drain(store.channel(rec.taskId)), ['cancelled']);
     assert.deepEqual(await drain(store.cancelChannel), []);
     // The step-2 job that was already enqueued finds it cancelled.
-    assert.deepEqual(await store.claimStep(rec.taskId, 2, 't'), { code: 'terminal', status: 'cancelled' });
+    assert.deepEqual(await store.claimStep(rec.taskId, 2, 't'), { code: 'terminal', status: 'cancelled', owner: 'alice' });
   });
 
   it('T-36 / D5: working and claimed → cancelRequested, PUBLISH t.<id>.<step> on <prefix>:cancel; the worker then records cancelled', async () => {
@@ -803,6 +805,49 @@ describe('detachSync (budget hand-off, D1)', () => {
     assert.deepEqual(await store.detachSync(task.taskId), { code: 'not_sync', status: 'working' });
     assert.deepEqual(await store.detachSync('6f1c2d4e-8a9b-4c3d-9e8f-0a1b2c3d4e5f'), { code: 'gone' });
     await drain(store.channel(parked.taskId));
+  });
+});
+
+describe('statusMessage is capped by every writer (one constant, STATUS_MESSAGE_MAX_CHARS)', () => {
+  const LONG = `${'é'.repeat(150)}${'😀'.repeat(150)}`; // 300 code points, 450 UTF-16 units
+
+  it('capStatusMessage cuts at the constant (code points, never half a surrogate pair) and leaves short messages alone', () => {
+    assert.equal(STATUS_MESSAGE_MAX_CHARS, 200);
+    const cut = capStatusMessage(LONG);
+    assert.equal(Array.from(cut).length, STATUS_MESSAGE_MAX_CHARS);
+    assert.ok(cut.endsWith('…'));
+    assert.doesNotMatch(cut, /[\uD800-\uDBFF](?![\uDC00-\uDFFF])/, 'no lone high surrogate');
+    assert.equal(capStatusMessage('Done'), 'Done');
+    assert.equal(capStatusMessage('x'.repeat(200)), 'x'.repeat(200));
+  });
+
+  it('create, reportProgress, parkForInput, complete, fail, markCancelled and requestCancel all store at most the cap', async () => {
+    const stored = async (taskId: string) => (await redis.hget(store.key(taskId), 'statusMessage')) ?? '';
+    const ok = (s: string) => Array.from(s).length === STATUS_MESSAGE_MAX_CHARS && s.endsWith('…');
+    const created = await newTask({ statusMessage: LONG });
+    assert.ok(ok(await stored(created.taskId)), 'create');
+    const fence = await claim(created.taskId);
+    await store.reportProgress(created.taskId, fence, { statusMessage: LONG });
+    assert.ok(ok(await stored(created.taskId)), 'reportProgress');
+    await store.parkForInput(created.taskId, fence, { q: ELICIT_A }, null, LONG);
+    assert.ok(ok(await stored(created.taskId)), 'parkForInput');
+    await store.requestCancel(created.taskId, LONG);
+    assert.ok(ok(await stored(created.taskId)), 'requestCancel (ended at once)');
+
+    const w1 = await taskIn('working');
+    await store.complete(w1.rec.taskId, w1.fence, { content: [] }, LONG);
+    assert.ok(ok(await stored(w1.rec.taskId)), 'complete');
+    const w2 = await taskIn('working');
+    await store.fail(w2.rec.taskId, { fence: w2.fence }, { code: -32603, message: 'x' }, LONG);
+    assert.ok(ok(await stored(w2.rec.taskId)), 'fail');
+    const w3 = await taskIn('working');
+    await store.markCancelled(w3.rec.taskId, w3.fence, LONG);
+    assert.ok(ok(await stored(w3.rec.taskId)), 'markCancelled');
+    const w4 = await taskIn('working');
+    await store.requestCancel(w4.rec.taskId, LONG); // running: the reason is kept for the worker's write
+    assert.ok(ok((await redis.hget(store.key(w4.rec.taskId), 'cancelReason')) ?? ''), 'requestCancel (reason)');
+    await drain(store.cancelChannel);
+    for (const id of [created.taskId, w1.rec.taskId, w2.rec.taskId, w3.rec.taskId, w4.rec.taskId]) await drain(store.channel(id));
   });
 });
 

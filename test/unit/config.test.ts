@@ -47,6 +47,8 @@ const VARIABLES = [
   'PROGRESS_HEARTBEAT_MS',
   'SSE_KEEPALIVE_MS',
   'TESTING_SIDE_EFFECT_DIR',
+  'MAX_OUTSTANDING_TASKS',
+  'MAX_RESULT_BYTES',
 ] as const;
 
 const PROD_KEY = 'k'.repeat(32);
@@ -104,6 +106,14 @@ describe('loadConfig defaults', () => {
     assert.deepEqual(c.sync, { budgetMs: 100_000, budgetMsByTool: {}, progressMinIntervalMs: 200, progressHeartbeatMs: 15_000, keepAliveMs: 15_000 });
     assert.deepEqual(c.testing, {});
     assert.deepEqual(c.allowedOrigins, ['localhost', '127.0.0.1', '[::1]']);
+    assert.equal(c.maxOutstandingTasks, 100);
+    assert.equal(c.maxResultBytes, 1_048_576);
+  });
+
+  it('MAX_OUTSTANDING_TASKS and MAX_RESULT_BYTES are read', () => {
+    const c = loadConfig({ MAX_OUTSTANDING_TASKS: '1500', MAX_RESULT_BYTES: '2048' });
+    assert.equal(c.maxOutstandingTasks, 1500);
+    assert.equal(c.maxResultBytes, 2048);
   });
 
   it('given values are parsed and typed', () => {
@@ -154,6 +164,10 @@ describe('loadConfig errors: ConfigError, one line, naming the variable', () => 
     ['SYNC_BUDGET_MS_BY_TOOL', '{"countdown":10}'],
     ['PROGRESS_HEARTBEAT_MS', '31000'],
     ['SSE_KEEPALIVE_MS', '20001'],
+    ['MAX_OUTSTANDING_TASKS', '0'],
+    ['MAX_OUTSTANDING_TASKS', 'many'],
+    ['MAX_RESULT_BYTES', '100'],
+    ['MAX_RESULT_BYTES', '1.5'],
   ];
   for (const [name, value] of bad) {
     it(`${name}=${JSON.stringify(value)} is rejected`, () => {

@@ -51,6 +51,11 @@ export interface Exchange {
   rawInputResponses?: unknown;
   /** Set once a task handle is about to be returned (D4: cancelled if the client vanished first). */
   createdTaskId?: string;
+  /**
+   * A slot among the principal's outstanding tasks, reserved by the route for the task this
+   * request will create (MAX_OUTSTANDING_TASKS); released when the request ends without using it.
+   */
+  reservation?: { taskId: string; priority: number; used: boolean };
 }
 
 /** One MCP handler invocation: the SDK context plus the exchange's values. */

@@ -68,14 +68,6 @@ export function invalidParams(message: string, data?: unknown): ProtocolError {
   return new ProtocolError(ErrorCode.InvalidParams, message, data);
 }
 
-/**
- * `-32603` for an unexpected failure: the client gets a generic message and an error id, the
- * log gets the details under the same id (no stack, path or key name in a response).
- */
-export function internalError(what: string, errorId: string): ProtocolError {
-  return new ProtocolError(ErrorCode.InternalError, `${what} failed unexpectedly (error id ${errorId})`, { errorId });
-}
-
 /** `-32603` while Redis cannot be reached. */
 export function storeUnavailable(): ProtocolError {
   return new ProtocolError(ErrorCode.InternalError, 'Task store unavailable; retry later');

@@ -10,15 +10,15 @@
  * request's id: code `-31429` (an application code, outside the range JSON-RPC and MCP reserve),
  * `data: { limit, max, retryAfterS }`. Nothing else is written for a refused request.
  *
- * Keys: `<prefix>:rl:…<kind>:<principal hash>` (one counter per principal and window, with the
+ * Keys: `<prefix>:rl:…<kind>:<SHA-256 of the principal>` (one counter per principal and window, with the
  * window's PEXPIRE). When Redis does not answer, requests are let through (`skipOnError`): the
  * methods that need Redis answer 503 themselves.
  */
-import { createHash } from 'node:crypto';
 import rateLimit from '@fastify/rate-limit';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { Redis } from 'ioredis';
 import type { Config } from '@mcp-tasks/config';
+import { principalTag } from '@mcp-tasks/task-store';
 import { ErrorCode, jsonRpcErrorBody } from './errors.js';
 
 /** Which limit refused a request (`error.data.limit`). */
@@ -38,10 +38,6 @@ export interface Limits {
   creation(req: FastifyRequest, principal: string): Promise<LimitRefusal | undefined>;
 }
 
-/** A short, stable digest of a principal for key names (principals can be long). */
-export function principalKey(principal: string): string {
-  return createHash('sha256').update(principal).digest('base64url').slice(0, 22);
-}
 
 const WINDOW_MS = 60_000;
 const LIMIT_KEY = Symbol('limitKey');
@@ -53,7 +49,7 @@ export async function registerLimits(app: FastifyInstance, redis: Redis, config:
   const requests = app.createRateLimit({ max: config.limits.requestsPerMin, timeWindow: WINDOW_MS, keyGenerator: keyOf });
   const creations = app.createRateLimit({ max: config.limits.taskCreationsPerMin, timeWindow: WINDOW_MS, keyGenerator: keyOf });
   const check = async (limiter: typeof requests, kind: string, limit: LimitName, max: number, req: FastifyRequest, principal: string) => {
-    (req as unknown as Record<symbol, string>)[LIMIT_KEY] = `${kind}:${principalKey(principal)}`;
+    (req as unknown as Record<symbol, string>)[LIMIT_KEY] = `${kind}:${principalTag(principal)}`;
     // `isAllowed` only means "in the allow list"; `isExceeded` says the limit was passed.
     const r = await limiter(req);
     if (r.isAllowed || !r.isExceeded) return undefined;

@@ -21,13 +21,17 @@
  *
  * Errors: headers/version as the SDK's ladder (`-32020`, `-32022`, HTTP 400); `taskIds` not an
  * array of at most MAX_TASK_IDS strings → `-32602`; over MAX_SUBSCRIPTIONS open streams on
- * this process → `-32603` (both HTTP 200, as the SDK's own listen router answers).
+ * this process → `-32603` (both HTTP 200, as the SDK's own listen router answers); over
+ * MAX_LISTEN_STREAMS_PER_PRINCIPAL (16) open streams of this principal on all gateways → 429
+ * `-31429` (limits.ts).
  */
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { SUBSCRIPTION_ID_META_KEY } from '@modelcontextprotocol/server';
 import { isTerminal, isWellFormedTaskId, toDetailedTask, type TaskRecord } from '@mcp-tasks/task-store';
 import type { Classification, McpBody } from './classify.js';
+import { randomUUID } from 'node:crypto';
 import { echoableId, ErrorCode, jsonRpcErrorBody } from './errors.js';
+import { sendRefusal } from './limits.js';
 import { SERVER_INFO, type GatewayDeps } from './context.js';
 import { SSE_HEADERS } from './sse.js';
 
@@ -67,6 +71,22 @@ export function createTaskListen(deps: Pick<GatewayDeps, 'config' | 'log' | 'sto
       log.warn({ open: open.size }, 'listen.refused_limit');
       return reply.send(jsonRpcErrorBody(subscriptionId, ErrorCode.InternalError, 'Subscription limit reached'));
     }
+    // One of the principal's listen streams, counted across every gateway (a lease renewed with
+    // each keep-alive, so a dead gateway's streams stop counting after LEASE_TTL).
+    const leaseId = randomUUID();
+    const max = config.limits.listenStreamsPerPrincipal;
+    const leaseTtl = config.sync.keepAliveMs * 3;
+    let held: number;
+    try {
+      held = await store.acquireListenLease(principal, leaseId, max, leaseTtl);
+    } catch {
+      return reply.code(503).header('retry-after', '5').send(jsonRpcErrorBody(subscriptionId, ErrorCode.InternalError, 'Task store unavailable; retry later'));
+    }
+    if (held < 0) {
+      log.info({ principal, max }, 'listen.refused_principal_limit');
+      return sendRefusal(reply, subscriptionId, { limit: 'listen_streams', max, retryAfterS: Math.ceil(leaseTtl / 1000) });
+    }
+    const releaseLease = () => store.releaseListenLease(principal, leaseId).catch(() => undefined);
 
     // Subscribe before reading, so a change between the read and the first message is not lost.
     const res = reply.raw;
@@ -132,6 +152,7 @@ export function createTaskListen(deps: Pick<GatewayDeps, 'config' | 'log' | 'sto
       }
     } catch (e) {
       await Promise.allSettled(unlisten.map((u) => u()));
+      void releaseLease();
       log.warn({ err: (e as Error).message }, 'listen.store_unavailable');
       return reply.code(503).header('retry-after', '5').send(jsonRpcErrorBody(subscriptionId, ErrorCode.InternalError, 'Task store unavailable; retry later'));
     }
@@ -145,6 +166,7 @@ export function createTaskListen(deps: Pick<GatewayDeps, 'config' | 'log' | 'sto
       // The client left while the subscription was being set up.
       closed = true;
       await Promise.allSettled(unlisten.map((u) => u()));
+      void releaseLease();
       return;
     }
     reply.hijack();
@@ -153,6 +175,7 @@ export function createTaskListen(deps: Pick<GatewayDeps, 'config' | 'log' | 'sto
     } catch (e) {
       closed = true;
       await Promise.allSettled(unlisten.map((u) => u()));
+      void releaseLease();
       log.warn({ err: (e as Error).message }, 'listen.write_failed');
       res.destroy();
       return;
@@ -170,7 +193,10 @@ export function createTaskListen(deps: Pick<GatewayDeps, 'config' | 'log' | 'sto
     }
     log.info({ subscriptionId, requested: requested.length, granted: granted.length }, 'listen.opened');
 
-    const keepAlive = setInterval(() => write(': keepalive\n\n'), config.sync.keepAliveMs);
+    const keepAlive = setInterval(() => {
+      write(': keepalive\n\n');
+      store.acquireListenLease(principal, leaseId, max, leaseTtl).catch(() => undefined);
+    }, config.sync.keepAliveMs);
     const recheck = setInterval(() => {
       for (const id of granted) if (!isTerminal(sent.get(id)?.status ?? '')) refresh(id);
     }, RECHECK_MS);
@@ -191,6 +217,7 @@ export function createTaskListen(deps: Pick<GatewayDeps, 'config' | 'log' | 'sto
       clearInterval(keepAlive);
       clearInterval(recheck);
       void Promise.allSettled(unlisten.map((u) => u()));
+      void releaseLease();
       if (!res.writableEnded) res.end();
       log.info({ subscriptionId, graceful }, 'listen.closed');
     };

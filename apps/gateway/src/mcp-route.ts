@@ -20,6 +20,7 @@ import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { createMcpHandler, SUPPORTED_PROTOCOL_VERSIONS } from '@modelcontextprotocol/server';
 import { toNodeHandler } from '@modelcontextprotocol/node';
 import type { RedisHealth } from '@mcp-tasks/jobs';
+import { newTaskId } from '@mcp-tasks/task-store';
 import { classify, toolNeedsRedis, type Classification, type McpBody } from './classify.js';
 import type { Exchange, Gateway } from './context.js';
 import type { AuthHooks } from './auth/hooks.js';
@@ -111,9 +112,19 @@ export function createMcpRoute(gw: Gateway, redisHealth: RedisHealth, limits: Li
           const principal = req.principal;
           // A call that starts work on a worker counts against the creation rate (not a retry
           // continuing earlier work, and not a request the SDK's ladder refuses).
+          // It also takes a slot among the principal's unfinished tasks (MAX_OUTSTANDING_TASKS),
+          // reserved here so a full principal gets 429 before anything runs.
+          let reservation: Exchange['reservation'];
           if ((c.lane === 'task' || c.lane === 'sync') && !c.continues && !c.rejected) {
             const refused = await limits.creation(req, principal);
             if (refused) return sendRefusal(reply, c.id, refused);
+            const taskId = newTaskId();
+            const now = Date.now();
+            const max = config.maxOutstandingTasks;
+            const r = await gw.store.reserveOutstanding(principal, taskId, max, now + config.task.ttlMs, now).catch(() => undefined);
+            if (!r) return reply.code(503).header('retry-after', '5').send(jsonRpcErrorBody(c.id, ErrorCode.InternalError, 'Task store unavailable; retry later'));
+            if (!r.ok) return sendRefusal(reply, c.id, { limit: 'outstanding_tasks', max, retryAfterS: Math.max(1, Math.ceil(config.task.pollIntervalMs / 1000)) });
+            reservation = { taskId, priority: r.count, used: false };
           }
           // T-49: asking for task notifications requires declaring the extension on the request.
           if (c.listensToTasks && c.era === 'modern') {
@@ -137,13 +148,21 @@ export function createMcpRoute(gw: Gateway, redisHealth: RedisHealth, limits: Li
             log.debug({ headerVersion, method: c.method }, 'mcp.legacy_header_version_ignored');
             delete req.raw.headers['mcp-protocol-version'];
           }
-          const exchange: Exchange = { principal, classification: c, rawInputResponses: body?.params?.inputResponses };
+          const exchange: Exchange = { principal, classification: c, rawInputResponses: body?.params?.inputResponses, ...(reservation ? { reservation } : {}) };
           (req.raw as unknown as { auth: unknown }).auth = { token: '', clientId: principal, scopes: [], extra: { exchange } };
           reply.raw.once('close', () => {
+            // A slot reserved for a task this request did not create (an error, a pre-task
+            // question) is given back.
+            const r = exchange.reservation;
+            if (r && !r.used) gw.store.releaseOutstanding(principal, r.taskId).catch(() => undefined);
             // D4: a client that vanished before the handle reached it cannot know the task.
-            if (exchange.createdTaskId && !reply.raw.writableFinished) {
-              log.info({ taskId: exchange.createdTaskId }, 'task.handle_undelivered');
-              gw.store.requestCancel(exchange.createdTaskId, 'Cancelled: the task handle could not be delivered').catch(() => undefined);
+            const id = exchange.createdTaskId;
+            if (id && !reply.raw.writableFinished) {
+              log.info({ taskId: id }, 'task.handle_undelivered');
+              gw.store
+                .requestCancel(id, 'Cancelled: the task handle could not be delivered')
+                .then((o) => (o.code === 'cancelled' ? gw.store.releaseOutstanding(principal, id) : undefined))
+                .catch(() => undefined);
             }
           });
           reply.hijack();

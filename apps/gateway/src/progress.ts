@@ -13,7 +13,7 @@
  * The rate limit (one per `PROGRESS_MIN_INTERVAL_MS`, P-04) is applied where progress is
  * produced, on the worker, so Redis carries no more than the client gets.
  */
-import type { ProgressEvent } from '@mcp-tasks/task-store';
+import { STATUS_MESSAGE_MAX_CHARS, type ProgressEvent } from '@mcp-tasks/task-store';
 
 export type ProgressToken = string | number;
 
@@ -25,7 +25,7 @@ export interface ProgressParams {
   message?: string;
 }
 
-const MAX_MESSAGE = 200;
+const MAX_MESSAGE = STATUS_MESSAGE_MAX_CHARS;
 const clip = (s: string) => (s.length > MAX_MESSAGE ? `${s.slice(0, MAX_MESSAGE - 1)}…` : s);
 
 /** Reads a valid progress token from a request's `_meta` (string or integer), else undefined. */

@@ -74,7 +74,10 @@ export async function waitSync(gw: Gateway, call: Call, taskId: string, tool: To
         // -1 = no longer a synchronous call (handed off: only tasks/cancel ends it now).
         const left = holding ? await store.renewHolder(taskId, -1).catch(() => -1) : -1;
         holding = false;
-        if (left === 0) await store.requestCancel(taskId, 'Cancelled: the client closed the request').catch(() => undefined);
+        if (left === 0) {
+          const r = await store.requestCancel(taskId, 'Cancelled: the client closed the request').catch(() => undefined);
+          if (r?.code === 'cancelled') await store.releaseOutstanding(call.principal, taskId).catch(() => undefined);
+        }
         log.info({ taskId, tool: tool.name, holdersLeft: left, afterMs: Date.now() - started }, 'sync.disconnected');
         throw new ProtocolError(ErrorCode.InternalError, 'Request cancelled by client disconnect');
       }
@@ -101,7 +104,8 @@ export async function waitSync(gw: Gateway, call: Call, taskId: string, tool: To
           return { content: [{ type: 'text', text: rec.statusMessage ?? 'The tool was cancelled.' }], isError: true };
         case 'input_required': {
           if (call.caps.elicitation === undefined) {
-            await store.requestCancel(taskId, 'Cancelled: the client cannot answer input requests');
+            const r = await store.requestCancel(taskId, 'Cancelled: the client cannot answer input requests');
+            if (r.code === 'cancelled') await store.releaseOutstanding(call.principal, taskId).catch(() => undefined);
             return {
               content: [{ type: 'text', text: `${tool.name} needs to ask the user a question, but this client did not declare the elicitation capability.` }],
               isError: true,
@@ -144,7 +148,7 @@ export async function resumeSync(gw: Gateway, call: Call, taskId: string, tool: 
   const rec = await store.get(taskId);
   if (!rec || rec.owner !== call.principal) throw invalidParams('requestState refers to a call that no longer exists');
   if (rec.mode !== 'sync') {
-    if (rec.status === 'input_required') await answerTask(gw, rec, responses);
+    if (rec.status === 'input_required') await answerTask(gw, rec, responses, call.principal, 'task');
     return handedOffResult((await store.get(taskId)) ?? rec, tool, 'was handed off to the background by an earlier request');
   }
   // Relay only what the next step reports.
@@ -153,7 +157,7 @@ export async function resumeSync(gw: Gateway, call: Call, taskId: string, tool: 
     // Renew the hold before the task turns `working` again, so the reconciler never sees a
     // working synchronous call with a stale holder.
     await store.renewHolder(taskId, 0);
-    await answerTask(gw, rec, responses, 'sync');
+    await answerTask(gw, rec, responses, call.principal, 'sync');
   }
   return waitSync(gw, call, taskId, tool, args, fromId);
 }

@@ -8,9 +8,10 @@
  * reaches it, the route cancels the task (nobody knows its id).
  */
 import { newTaskId, stepJobId, TaskIdTakenError, type TaskMode, type TaskRecord } from '@mcp-tasks/task-store';
+import { ProtocolError } from '@modelcontextprotocol/server';
 import type { ToolDefinition } from '@mcp-tasks/tools';
 import type { Call, Gateway } from './context.js';
-import { storeUnavailable } from './errors.js';
+import { ErrorCode, storeUnavailable } from './errors.js';
 
 /**
  * The part of a request's client capabilities a task keeps for its life (what input its tool
@@ -43,12 +44,41 @@ export function firstCheckMs(gw: Gateway, mode: TaskMode): number {
 }
 
 /**
- * Creates a task for `call` in `mode`, enqueues step 1, and returns the durable record (T-15).
- * @throws `-32603` "Task store unavailable" when either write fails (nothing is left behind).
+ * The slot of the task this call creates among its principal's outstanding tasks
+ * (MAX_OUTSTANDING_TASKS): the one the route reserved, or one reserved now (a task created by
+ * the retry of a pre-task round). Its `priority` is the principal's outstanding count: the
+ * fair-share priority of the task's jobs (docs/architecture.md, "Fair share of workers").
+ * @throws `-31429` when the principal holds the most unfinished tasks allowed; `-32603` when
+ * Redis is unreachable.
+ */
+async function slotFor(gw: Gateway, call: Call, now: number): Promise<{ taskId: string; priority: number }> {
+  const r = call.exchange.reservation;
+  if (r && !r.used) {
+    r.used = true;
+    return r;
+  }
+  const taskId = newTaskId();
+  const max = gw.config.maxOutstandingTasks;
+  const res = await gw.store.reserveOutstanding(call.principal, taskId, max, now + gw.config.task.ttlMs, now).catch(() => {
+    throw storeUnavailable();
+  });
+  if (!res.ok) {
+    throw new ProtocolError(ErrorCode.LimitExceeded, `Limit exceeded: at most ${max} unfinished tasks at a time per principal`, { limit: 'outstanding_tasks', max });
+  }
+  call.exchange.reservation = { taskId, priority: res.count, used: true };
+  return { taskId, priority: res.count };
+}
+
+/**
+ * Creates a task for `call` in `mode`, enqueues step 1 at the principal's fair-share priority,
+ * and returns the durable record (T-15).
+ * @throws `-32603` "Task store unavailable" when either write fails (nothing is left behind);
+ * `-31429` when the principal holds too many unfinished tasks.
  */
 export async function startTask(gw: Gateway, call: Call, tool: ToolDefinition, args: unknown, mode: TaskMode): Promise<TaskRecord> {
   const { config, store, queues, log } = gw;
-  const taskId = newTaskId();
+  const now = Date.now();
+  const { taskId, priority } = await slotFor(gw, call, now);
   let rec: TaskRecord;
   try {
     rec = await store.create(
@@ -62,23 +92,24 @@ export async function startTask(gw: Gateway, call: Call, tool: ToolDefinition, a
         clientCapabilities: storedCapabilities(call.caps),
       },
       taskId,
+      now,
     );
   } catch (e) {
     log.error({ err: (e as Error).message, taskId, tool: tool.name }, 'task.create_failed');
     // The write may still have landed (the reply was lost): remove it once Redis answers.
     // Never for a taken id: that record belongs to another task.
-    if (!(e instanceof TaskIdTakenError)) void removeAbandoned(gw, taskId);
+    if (!(e instanceof TaskIdTakenError)) void removeAbandoned(gw, taskId, call.principal);
     throw storeUnavailable();
   }
   // Indexed for the reconciler before the enqueue: a gateway that dies right here leaves a
   // record the reconciler finds ("job lost") rather than one nobody looks at.
   store.scheduleReconcile(rec.taskId, firstCheckMs(gw, mode), config.task.ttlMs).catch(() => undefined);
   try {
-    await queues.enqueueStep(rec.taskId, 1);
+    await queues.enqueueStep(rec.taskId, 1, { priority });
   } catch (e) {
     // Nothing may be left behind without a handle (D4, B-02c): the client gets an error.
     log.error({ err: (e as Error).message, taskId: rec.taskId }, 'task.enqueue_failed');
-    void removeAbandoned(gw, rec.taskId);
+    void removeAbandoned(gw, rec.taskId, call.principal);
     throw storeUnavailable();
   }
   log.info({ taskId: rec.taskId, tool: tool.name, principal: call.principal, mode }, 'task.created');
@@ -86,12 +117,12 @@ export async function startTask(gw: Gateway, call: Call, tool: ToolDefinition, a
 }
 
 /**
- * Deletes the record and step-1 job of a task whose creation failed (the client got an error,
- * so nobody may ever see it run, D4). Redis is usually the reason it failed, so this retries
- * (250 ms → 2 s apart, for up to 2 minutes) until the record is gone and no job remains. A
- * worker that claims the step first finds no record and does nothing.
+ * Deletes the record, step-1 job and outstanding slot of a task whose creation failed (the
+ * client got an error, so nobody may ever see it run, D4). Redis is usually the reason it
+ * failed, so this retries (250 ms → 2 s apart, for up to 2 minutes) until the record is gone and
+ * no job remains. A worker that claims the step first finds no record and does nothing.
  */
-export async function removeAbandoned(gw: Gateway, taskId: string): Promise<void> {
+export async function removeAbandoned(gw: Gateway, taskId: string, owner: string): Promise<void> {
   const { store, queues, log } = gw;
   const jobId = stepJobId(taskId, 1);
   const until = Date.now() + 120_000;
@@ -99,6 +130,7 @@ export async function removeAbandoned(gw: Gateway, taskId: string): Promise<void
     try {
       await store.remove(taskId);
       await queues.tools.remove(jobId);
+      await store.releaseOutstanding(owner, taskId);
       if ((await queues.tools.getJobState(jobId)) === 'unknown') {
         log.info({ taskId }, 'task.abandoned_removed');
         return;

@@ -54,7 +54,7 @@ export async function taskStatus(gw: Gateway, call: Call, args: { taskId: string
   const rs = continuationOf(call);
   if (rs?.k === 'status' && rs.taskId === taskId && rec.status === 'input_required') {
     await spend(gw, rs.nonce);
-    const r = await answerTask(gw, rec, responses);
+    const r = await answerTask(gw, rec, responses, call.principal);
     log.info({ taskId, outcome: r.code }, 'task_status.answered');
     rec = (await store.get(taskId)) ?? rec;
   }

@@ -53,7 +53,7 @@ export async function updateTask(gw: Gateway, principal: string, taskId: unknown
     acceptedAnswers({}, rawResponses, gw.config.limits.maxInputResponsesBytes); // still -32602 when it is not an object (T-27)
     return {};
   }
-  const r = await answerTask(gw, rec, rawResponses);
+  const r = await answerTask(gw, rec, rawResponses, principal);
   const unknown = Object.keys(rawResponses as Record<string, unknown>).filter((k) => !(k in rec.inputRequests));
   if (unknown.length) gw.log.warn({ taskId: rec.taskId, keys: unknown.slice(0, 10), count: unknown.length }, 'task.update_unknown_keys');
   gw.log.info({ taskId: rec.taskId, outcome: r.code }, 'task.updated');
@@ -63,29 +63,35 @@ export async function updateTask(gw: Gateway, principal: string, taskId: unknown
 /** `tasks/cancel` (T-35..T-38): ack at once; a terminal task acks unchanged. */
 export async function cancelTask(gw: Gateway, principal: string, taskId: unknown): Promise<Record<string, never>> {
   const rec = await ownTask(gw, principal, taskId);
-  const r = await gw.store.requestCancel(rec.taskId);
+  // The owner is checked again inside the script (T-44: a gateway-side check alone can be raced).
+  const r = await gw.store.requestCancel(rec.taskId, undefined, { owner: principal, mode: 'task' });
   if (r.code === 'gone') throw taskNotFound();
+  if (r.code === 'cancelled') await gw.store.releaseOutstanding(principal, rec.taskId).catch(() => undefined);
   gw.log.info({ taskId: rec.taskId, outcome: r.code }, 'task.cancel');
   return {};
 }
 
 /**
- * Answers a task's open questions (tasks/update, an MRTR retry of a synchronous call,
- * task_status): validates them against the requests issued (E-05, `-32602`), applies them
- * atomically, and enqueues the next step once the last one is in (D2).
+ * Answers a task's open questions for `principal` (tasks/update, an MRTR retry of a synchronous
+ * call, task_status): validates them against the requests issued (E-05, `-32602`), keeps only
+ * what they asked for, applies them atomically — the script checks the owner and mode again
+ * (T-44) — and enqueues the next step once the last one is in (D2).
  */
-export async function answerTask(gw: Gateway, rec: TaskRecord, responses: unknown, mode: TaskMode = 'task'): Promise<ApplyOutcome> {
+export async function answerTask(gw: Gateway, rec: TaskRecord, responses: unknown, principal: string, mode: TaskMode = 'task'): Promise<ApplyOutcome> {
   const answers = acceptedAnswers(rec.inputRequests, responses, gw.config.limits.maxInputResponsesBytes);
-  const r = await gw.store.applyInputResponses(rec.taskId, answers);
-  if (r.code === 'resumed') await resumeStep(gw, rec.taskId, r.step, mode);
+  const r = await gw.store.applyInputResponses(rec.taskId, answers, { owner: principal, mode });
+  if (r.code === 'resumed') await resumeStep(gw, rec.taskId, r.step, principal, mode);
   return r;
 }
 
-/** Enqueues the next step after the last answer (D2); the reconciler covers a lost enqueue. */
-export async function resumeStep(gw: Gateway, taskId: string, step: number, mode: TaskMode = 'task'): Promise<void> {
+/**
+ * Enqueues the next step after the last answer (D2), at the owner's fair-share priority (its
+ * outstanding count); the reconciler covers a lost enqueue.
+ */
+export async function resumeStep(gw: Gateway, taskId: string, step: number, owner: string, mode: TaskMode = 'task'): Promise<void> {
   const { queues, store, log, config } = gw;
   try {
-    await queues.enqueueStep(taskId, step);
+    await queues.enqueueStep(taskId, step, { priority: await store.outstandingCount(owner) });
   } catch (e) {
     log.error({ err: (e as Error).message, taskId, step }, 'task.resume_enqueue_failed');
   }

@@ -11,13 +11,13 @@
  * (`-32602`), a task-only tool without the extension (`-32021`, T-04), a missing capability
  * (`-32021`, B-07; on the 2025 lane an `isError` result).
  */
-import { randomUUID } from 'node:crypto';
 import { ProtocolError } from '@modelcontextprotocol/server';
-import { toCreateTaskResult } from '@mcp-tasks/task-store';
+import { newErrorId } from '@mcp-tasks/observability';
+import { toCreateTaskResult, unexpectedToolError } from '@mcp-tasks/task-store';
 import { isInputRequired, ToolCancelled, ToolProtocolError, abortableSleep, type InputResponse, type ToolContext, type ToolDefinition } from '@mcp-tasks/tools';
 import type { Call, Gateway } from './context.js';
 import { classify } from './classify.js';
-import { internalError, invalidParams, missingCapability, tasksExtensionRequired } from './errors.js';
+import { invalidParams, missingCapability, tasksExtensionRequired } from './errors.js';
 import { askRound, continuationOf, continueRound, digest, spend } from './mrtr.js';
 import { resumeSync, waitSync } from './sync-call.js';
 import { startTask } from './task-create.js';
@@ -48,9 +48,10 @@ function inlineContext(gw: Gateway, call: Call, step: number, state: unknown, re
 function toProtocolError(gw: Gateway, e: unknown, tool: string): ProtocolError {
   if (e instanceof ProtocolError) return e;
   if (e instanceof ToolProtocolError) return new ProtocolError(e.code, e.message, e.data);
-  const errorId = randomUUID();
+  const errorId = newErrorId();
   gw.log.error({ err: e, tool, errorId }, 'tool.inline_failed');
-  return internalError(`Tool ${tool}`, errorId);
+  const { code, message, data } = unexpectedToolError(tool, errorId);
+  return new ProtocolError(code, message, data);
 }
 
 /** Serves one `tools/call` (see the module docstring). */

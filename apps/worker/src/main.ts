@@ -8,7 +8,7 @@
 import { Worker, type Job } from 'bullmq';
 import { Redis } from 'ioredis';
 import { ConfigError, loadConfig } from '@mcp-tasks/config';
-import { createLogger } from '@mcp-tasks/observability';
+import { createLogger, newErrorId } from '@mcp-tasks/observability';
 import { TaskStore } from '@mcp-tasks/task-store';
 import {
   bullPrefix,
@@ -70,6 +70,12 @@ async function main() {
     maxStalledCount: config.worker.maxStalledCount,
   };
 
+  /** Releases a task's outstanding slot after a terminal write by someone who does not know its owner. */
+  const releaseOf = async (taskId: string) => {
+    const owner = await store.ownerOf(taskId).catch(() => null);
+    if (owner) await store.releaseOutstanding(owner, taskId).catch((e: Error) => log.warn({ taskId, err: e.message }, 'outstanding.release_failed'));
+  };
+
   let toolsWorker: Worker | undefined;
   const processStep = createStepProcessor({
     store,
@@ -79,6 +85,7 @@ async function main() {
     settings: { researchPhaseMs: config.demo.researchPhaseMs, ...config.testing },
     inputTimeoutMs: config.task.inputTimeoutMs,
     progressMinIntervalMs: config.sync.progressMinIntervalMs,
+    maxResultBytes: config.maxResultBytes,
     isShuttingDown: () => shuttingDown,
     cancelLocal: (jobId, reason) => toolsWorker?.cancelJob(jobId, reason),
   });
@@ -94,6 +101,7 @@ async function main() {
           { code: -32603, message: `No answer to the input request within ${config.task.inputTimeoutMs} ms`, data: { reason: 'input_timeout' } },
           'Timed out waiting for input',
         );
+        if (r.code === 'ok' || r.code === 'terminal') await releaseOf(taskId);
         log.info({ taskId, step, outcome: r.code }, 'input.timeout');
         return r.code;
       }
@@ -105,11 +113,17 @@ async function main() {
   toolsWorker.on('lockRenewalFailed', (ids: string[]) => ids.forEach((id) => toolsWorker!.cancelJob(id, 'lock-lost')));
   toolsWorker.on('failed', (job, err) => {
     // A step job that failed without writing the task (e.g. stalled too often) fails the task.
+    // BullMQ's reason can name jobs and keys: the client gets an error id, the log the reason.
     if (!job || job.name === JOB_INPUT_TIMEOUT) return;
     const { taskId, step } = job.data;
+    const errorId = newErrorId();
+    const message = `The task failed unexpectedly (error id ${errorId})`;
     store
-      .fail(taskId, { expectStatus: 'working', expectStep: step }, { code: -32603, message: `Task step failed: ${err.message}` }, `Failed: ${err.message}`.slice(0, 200))
-      .then((r) => log.warn({ taskId, step, outcome: r.code, err: err.message }, 'step.job_failed'))
+      .fail(taskId, { expectStatus: 'working', expectStep: step }, { code: -32603, message, data: { errorId } }, message)
+      .then(async (r) => {
+        if (r.code === 'ok') await releaseOf(taskId);
+        log.warn({ taskId, step, outcome: r.code, err, errorId }, 'step.job_failed');
+      })
       .catch(() => undefined);
   });
 

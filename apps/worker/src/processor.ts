@@ -9,10 +9,17 @@
  *    by every progress write). The task is marked `cancelled` at once, fenced.
  *  - `shutdown`: SIGTERM; the job is released to the queue for another worker (no stall).
  *  - `lock-lost`: another worker owns the step now; this one stops writing.
+ *
+ * Every terminal write is followed by `releaseOutstanding` (the principal's outstanding count,
+ * issue 10 §4). The result is serialized once and stored only in the task record, within
+ * MAX_RESULT_BYTES (`result.ts`); the job returns a status word, so BullMQ's job hash and events
+ * stream never carry a result (N-09). An unexpected exception reaches the client as
+ * "Tool <name> failed unexpectedly (error id …)"; its message and stack only reach the log,
+ * under the same `errorId` (issue 10 §5).
  */
 import { type Job, WaitingError } from 'bullmq';
-import type { Logger } from '@mcp-tasks/observability';
-import type { TaskStore } from '@mcp-tasks/task-store';
+import { newErrorId, type Logger } from '@mcp-tasks/observability';
+import { capStatusMessage, unexpectedToolError, type TaskStore, type WriteOutcome } from '@mcp-tasks/task-store';
 import type { JobQueues, StepJobData } from '@mcp-tasks/jobs';
 import {
   abortableSleep,
@@ -24,6 +31,7 @@ import {
   type ToolRegistry,
   type ToolSettings,
 } from '@mcp-tasks/tools';
+import { serializeResult } from './result.js';
 
 export interface ProcessorDeps {
   store: TaskStore;
@@ -34,6 +42,8 @@ export interface ProcessorDeps {
   inputTimeoutMs: number;
   /** Progress writes are coalesced to at most one per this interval (ms, P-04); the last always lands. */
   progressMinIntervalMs: number;
+  /** Largest stored result, bytes of serialized JSON (MAX_RESULT_BYTES). */
+  maxResultBytes: number;
   isShuttingDown: () => boolean;
   /** Aborts the job locally (BullMQ worker.cancelJob). */
   cancelLocal: (jobId: string, reason: string) => void;
@@ -51,8 +61,11 @@ function fromWireKeys(responses: Record<string, unknown>, prevStep: number): Rec
   return out;
 }
 
-/** Truncates a status message to what clients show (~200 chars). */
-const short = (s: string) => (s.length > 200 ? `${s.slice(0, 197)}...` : s);
+/** Truncates a status message (and a progress event's message) to what clients show. */
+const short = capStatusMessage;
+
+/** Outcomes of a terminal write after which the task is terminal (or gone): its outstanding slot is released. */
+const ENDED = new Set<WriteOutcome['code']>(['ok', 'terminal', 'cancelled', 'gone']);
 
 /** Creates the BullMQ processor for step jobs. */
 export function createStepProcessor(deps: ProcessorDeps) {
@@ -65,16 +78,29 @@ export function createStepProcessor(deps: ProcessorDeps) {
       await job.moveToWait(token);
       throw new WaitingError();
     }
+    const releaseSlot = async (owner: string): Promise<void> => {
+      if (!owner) return;
+      // A lost release is repaired by the next reservation at the limit (TaskStore.repairOutstanding).
+      await store.releaseOutstanding(owner, taskId).catch((e: Error) => jobLog.warn({ err: e.message }, 'outstanding.release_failed'));
+    };
     const claim = await store.claimStep(taskId, step, token ?? '');
     if (claim.code !== 'ok') {
+      // Ended (a cancel found at the claim) or already terminal: make sure it no longer counts.
+      if (claim.code === 'cancelled' || claim.code === 'terminal') await releaseSlot(claim.owner);
       jobLog.info({ outcome: claim.code }, 'step.skipped');
       return claim.code;
     }
-    const { fence } = claim;
+    const { fence, owner } = claim;
+    /** Awaits a terminal write; once it landed (or found the task ended) the principal's slot is released. */
+    const ended = async <T extends WriteOutcome>(write: Promise<T>): Promise<T> => {
+      const r = await write;
+      if (ENDED.has(r.code)) await releaseSlot(owner);
+      return r;
+    };
     const tool = registry.get(claim.tool);
     if (!tool) {
       jobLog.error({ tool: claim.tool }, 'step.tool_not_enabled: check MCP_TOOLSETS on gateways and workers');
-      await store.fail(taskId, { fence }, { code: -32603, message: `Tool ${claim.tool} is not enabled on this worker` }, 'Tool not available');
+      await ended(store.fail(taskId, { fence }, { code: -32603, message: `Tool ${claim.tool} is not enabled on this worker` }, 'Tool not available'));
       return 'failed';
     }
     jobLog.info({ tool: tool.name, reruns: claim.reruns }, 'step.started');
@@ -85,7 +111,7 @@ export function createStepProcessor(deps: ProcessorDeps) {
     const onAbort = () => {
       const reason = String(signal?.reason ?? 'cancelled');
       if (reason === 'cancelled' && !cancelWrite) {
-        cancelWrite = store.markCancelled(taskId, fence, 'Cancelled by client request').catch((e) => jobLog.error({ err: e }, 'cancel.write_failed'));
+        cancelWrite = ended(store.markCancelled(taskId, fence, 'Cancelled by client request')).catch((e) => jobLog.error({ err: e }, 'cancel.write_failed'));
       }
       ac.abort(reason);
     };
@@ -160,37 +186,51 @@ export function createStepProcessor(deps: ProcessorDeps) {
       await flushProgress();
       if (ac.signal.aborted) return await afterAbort();
       if (isInputRequired(outcome) && Object.keys(outcome.inputRequests).length === 0) {
-        await store.fail(taskId, { fence }, { code: -32603, message: `Tool ${tool.name} asked for input without any input request` }, 'Internal error');
+        await ended(store.fail(taskId, { fence }, { code: -32603, message: `Tool ${tool.name} asked for input without any input request` }, 'Internal error'));
         return 'failed';
       }
       if (isInputRequired(outcome)) {
         const requests = Object.fromEntries(Object.entries(outcome.inputRequests).map(([k, v]) => [wireKey(k, step), v]));
         const r = await store.parkForInput(taskId, fence, requests, outcome.state ?? null, short(outcome.statusMessage ?? 'Waiting for input'));
         if (r.code === 'key_reused') {
-          await store.fail(taskId, { fence }, { code: -32603, message: `Tool reused input key ${r.key}` }, 'Internal error');
+          await ended(store.fail(taskId, { fence }, { code: -32603, message: `Tool reused input key ${r.key}` }, 'Internal error'));
           return 'failed';
         }
+        if (r.code === 'cancelled' || r.code === 'terminal' || r.code === 'gone') await releaseSlot(owner);
         if (r.code === 'ok') await queues.scheduleInputTimeout(taskId, step, deps.inputTimeoutMs);
         jobLog.info({ outcome: r.code, keys: Object.keys(requests) }, 'step.parked');
         return r.code === 'ok' ? 'input_required' : r.code;
       }
-      const r = await store.complete(taskId, fence, { ...outcome }, outcome.isError ? 'Finished with a tool error' : 'Done');
-      jobLog.info({ outcome: r.code, isError: outcome.isError === true }, 'step.completed');
+      const serialized = serializeResult(tool.name, outcome, deps.maxResultBytes);
+      if (!serialized.ok) {
+        if ('unserializable' in serialized) throw serialized.unserializable; // answered as an unexpected error below
+        await ended(store.fail(taskId, { fence }, serialized.error, short(serialized.error.message)));
+        jobLog.warn({ tool: tool.name, data: serialized.error.data }, 'step.result_refused');
+        return 'failed';
+      }
+      const r = await ended(store.complete(taskId, fence, serialized.json, outcome.isError ? 'Finished with a tool error' : 'Done'));
+      jobLog.info({ outcome: r.code, isError: outcome.isError === true, bytes: serialized.bytes }, 'step.completed');
       return r.code === 'ok' ? 'completed' : r.code;
     } catch (e) {
       if (e instanceof WaitingError) throw e; // released on shutdown by afterAbort(): not a tool error
       if (ac.signal.aborted) return await afterAbort();
       if (e instanceof ToolCancelled) {
-        await store.markCancelled(taskId, fence, short(e.message));
+        await ended(store.markCancelled(taskId, fence, short(e.message)));
         jobLog.info({ reason: e.message }, 'step.cancelled_by_tool');
         return 'cancelled';
       }
-      const error =
-        e instanceof ToolProtocolError
-          ? { code: e.code, message: e.message, ...(e.data === undefined ? {} : { data: e.data }) }
-          : { code: -32603, message: `Tool ${tool.name} failed: ${(e as Error).message ?? String(e)}` };
-      await store.fail(taskId, { fence }, error, short(error.message));
-      jobLog.warn({ err: e, code: error.code }, 'step.failed');
+      if (e instanceof ToolProtocolError) {
+        // Deliberate: the tool's own code and message are for the client.
+        const error = { code: e.code, message: e.message, ...(e.data === undefined ? {} : { data: e.data }) };
+        await ended(store.fail(taskId, { fence }, error, short(error.message)));
+        jobLog.info({ code: error.code, message: error.message }, 'step.failed');
+        return 'failed';
+      }
+      // Unexpected: the client gets a generic message and the id; the log gets the error.
+      const errorId = newErrorId();
+      const error = unexpectedToolError(tool.name, errorId);
+      await ended(store.fail(taskId, { fence }, error, short(error.message)));
+      jobLog.error({ err: e, errorId, tool: tool.name }, 'step.failed');
       return 'failed';
     } finally {
       clearInterval(poll);
@@ -206,7 +246,7 @@ export function createStepProcessor(deps: ProcessorDeps) {
         throw new WaitingError();
       }
       if (reason === 'cancelled') {
-        if (!cancelWrite) cancelWrite = store.markCancelled(taskId, fence, 'Cancelled by client request');
+        if (!cancelWrite) cancelWrite = ended(store.markCancelled(taskId, fence, 'Cancelled by client request'));
         await cancelWrite;
         jobLog.info('step.cancelled');
         return 'cancelled';

@@ -9,8 +9,12 @@
  *  - a synchronous call whose gateway stopped renewing its hold (killed) → cancelled (C-01);
  *  - terminal or expired tasks → dropped from the index.
  * Tasks that reported progress recently are not checked (they are alive).
+ * Every task it ends, and every terminal task it drops, is released from its principal's
+ * outstanding count (issue 10 §4); a re-enqueued step gets its fair-share priority. Messages
+ * written for clients say what happened and carry an error id; job states and the like go
+ * only to the log (issue 10 §5).
  */
-import type { Logger } from '@mcp-tasks/observability';
+import { newErrorId, type Logger } from '@mcp-tasks/observability';
 import { isTerminal, type TaskStore } from '@mcp-tasks/task-store';
 import type { JobQueues } from '@mcp-tasks/jobs';
 
@@ -43,7 +47,10 @@ export async function reconcileOnce(deps: ReconcileDeps, now = Date.now()) {
       const held = rec?.mode === 'sync' && rec.status === 'working' && rec.holderAt !== undefined;
       return redis.zadd(store.reconcileKey, held ? Math.min(at, rec!.holderAt! + deps.syncHolderTimeoutMs + 1) : at, id);
     };
+    const release = () => store.releaseOutstanding(rec!.owner, taskId).catch((e: Error) => log.warn({ taskId, err: e.message }, 'outstanding.release_failed'));
     if (!rec || isTerminal(rec.status)) {
+      // A terminal task's release may have been lost (crash after the write): cheap to repeat.
+      if (rec) await release();
       await redis.zrem(store.reconcileKey, taskId);
       counts.dropped++;
       continue;
@@ -52,6 +59,7 @@ export async function reconcileOnce(deps: ReconcileDeps, now = Date.now()) {
       // Nobody holds this synchronous call any more (its gateway died): its client's stream
       // is closed, which cancels the request (C-01).
       const r = await store.requestCancel(taskId, 'Cancelled: the request that started it is gone');
+      if (r.code === 'cancelled') await release();
       log.warn({ taskId, outcome: r.code }, 'reconcile.sync_orphan_cancelled');
       counts.cancelled++;
       await later(taskId, now + afterMs);
@@ -59,9 +67,10 @@ export async function reconcileOnce(deps: ReconcileDeps, now = Date.now()) {
     }
     if (rec.status === 'input_required') {
       if (now - rec.lastUpdatedAt > deps.inputTimeoutMs + afterMs) {
-        await store.fail(taskId, { expectStatus: 'input_required', expectStep: rec.step },
+        const r = await store.fail(taskId, { expectStatus: 'input_required', expectStep: rec.step },
           { code: -32603, message: `No answer to the input request within ${deps.inputTimeoutMs} ms`, data: { reason: 'input_timeout' } },
           'Timed out waiting for input');
+        if (r.code === 'ok') await release();
         counts.failed++;
       } else {
         await later(taskId, now + afterMs);
@@ -78,18 +87,21 @@ export async function reconcileOnce(deps: ReconcileDeps, now = Date.now()) {
       continue;
     }
     if (state === 'unknown' && rec.claimedStep !== rec.step && rec.step > 1 && !rec.cancelRequested) {
-      await queues.enqueueStep(taskId, rec.step);
+      await queues.enqueueStep(taskId, rec.step, { priority: await store.outstandingCount(rec.owner, now) });
       await later(taskId, now + afterMs);
       log.warn({ taskId, step: rec.step }, 'reconcile.requeued');
       counts.requeued++;
       continue;
     }
-    const why = state === 'unknown' ? 'its job was lost' : `its job ended (${state}) without recording an outcome`;
+    const errorId = newErrorId();
+    const message = `The task stopped: its work was lost before it finished (error id ${errorId})`;
     const r = await store.fail(taskId, { expectStatus: 'working', expectStep: rec.step },
-      { code: -32603, message: `Task step ${rec.step} did not finish: ${why}`, data: { reason: 'job_lost', jobState: state } },
-      `Failed: ${why}`);
-    log.warn({ taskId, step: rec.step, jobState: state, outcome: r.code }, 'reconcile.failed');
-    if (r.code === 'ok') counts.failed++;
+      { code: -32603, message, data: { reason: 'job_lost', errorId } }, message);
+    log.warn({ taskId, step: rec.step, jobState: state, outcome: r.code, errorId }, 'reconcile.failed');
+    if (r.code === 'ok') {
+      await release();
+      counts.failed++;
+    }
     await redis.zrem(store.reconcileKey, taskId);
   }
   return counts;

@@ -127,6 +127,10 @@ const schema = z.object({
   MAX_LISTEN_STREAMS_PER_PRINCIPAL: z.coerce.number().int().min(1).default(16),
   /** A request whose headers and body have not fully arrived after this is cut (slow-body clients). */
   BODY_READ_TIMEOUT_MS: intMs(10_000, 1000),
+  /** Non-terminal tasks one principal may hold at once, counted in Redis across replicas (issue 10 §4). */
+  MAX_OUTSTANDING_TASKS: z.coerce.number().int().min(1).max(1_000_000).default(100),
+  /** Largest tool result stored, in bytes of serialized JSON; a larger one ends the task failed (-32603, N-09). */
+  MAX_RESULT_BYTES: z.coerce.number().int().min(1024).max(512 * 1024 * 1024).default(1_048_576),
 });
 
 /** The validated configuration. Durations are milliseconds unless the name says otherwise. */
@@ -187,6 +191,10 @@ export interface Config {
   allowedOrigins: string[];
   /** Hostnames allowed in the `Host` header; `undefined` = any (DNS rebinding defence). */
   allowedHosts: string[] | undefined;
+  /** Non-terminal tasks one principal may hold, counted in Redis (MAX_OUTSTANDING_TASKS, issue 10 §4). */
+  maxOutstandingTasks: number;
+  /** Largest stored tool result, bytes of serialized JSON (MAX_RESULT_BYTES, N-09). */
+  maxResultBytes: number;
 }
 
 /** Host names of the loopback interface (the default `ALLOWED_HOSTS` when HOST is one of them). */
@@ -257,5 +265,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, o: { role?: 'ga
     },
     allowedOrigins: e.ALLOWED_ORIGINS,
     allowedHosts: e.ALLOWED_HOSTS ? (e.ALLOWED_HOSTS.includes('*') ? undefined : e.ALLOWED_HOSTS) : isLoopbackHost(e.HOST) ? LOOPBACK_HOSTS : undefined,
+    maxOutstandingTasks: e.MAX_OUTSTANDING_TASKS,
+    maxResultBytes: e.MAX_RESULT_BYTES,
   };
 }

@@ -47,6 +47,21 @@ export function jobRetention(taskTtlMs: number): Pick<JobsOptions, 'removeOnComp
   };
 }
 
+/** Highest BullMQ job priority (2^21 - 1); lower runs first, 0 = none (runs before all prioritized jobs). */
+export const MAX_JOB_PRIORITY = 2_097_151;
+
+/**
+ * Fair share of worker slots (issue 10 §4, docs/architecture.md "Fair share of workers"): the
+ * BullMQ priority of a step job is its principal's outstanding-task count when it is enqueued
+ * (`TaskStore.reserveOutstanding(...).count`, or `outstandingCount` for a resumed step), so a
+ * principal's n-th queued task waits behind every other principal's first n. Clamped to
+ * [1, MAX_JOB_PRIORITY]: never 0, which would run before every prioritized job.
+ */
+export function fairPriority(outstanding: number): number {
+  if (!Number.isFinite(outstanding)) return MAX_JOB_PRIORITY;
+  return Math.min(MAX_JOB_PRIORITY, Math.max(1, Math.floor(outstanding)));
+}
+
 /** Events stream cap per queue. */
 export const EVENTS_MAX_LEN = 1000;
 
@@ -70,16 +85,24 @@ export class JobQueues {
     this.maintenance.on('error', onError);
   }
 
-  /** Enqueues step `step` of a task (idempotent: same job id). */
-  async enqueueStep(taskId: string, step: number): Promise<void> {
+  /**
+   * Enqueues step `step` of a task (idempotent: same job id).
+   * @param opts.priority the principal's outstanding-task count (fair share, see `fairPriority`);
+   *        clamped to [1, MAX_JOB_PRIORITY]; default 1 (a step is never unprioritized).
+   */
+  async enqueueStep(taskId: string, step: number, opts: { priority?: number } = {}): Promise<void> {
     await this.tools.add(JOB_STEP, { taskId, step } satisfies StepJobData, {
       jobId: stepJobId(taskId, step),
       attempts: 1,
+      priority: fairPriority(opts.priority ?? 1),
       ...this.retention,
     });
   }
 
-  /** Schedules the end of an `input_required` wait (B-05.6). */
+  /**
+   * Schedules the end of an `input_required` wait (B-05.6). No priority on purpose: once due it
+   * runs before every queued step (one script call), never behind a principal's backlog.
+   */
   async scheduleInputTimeout(taskId: string, step: number, delayMs: number): Promise<void> {
     await this.tools.add(JOB_INPUT_TIMEOUT, { taskId, step } satisfies StepJobData, {
       jobId: `${stepJobId(taskId, step)}.timeout`,

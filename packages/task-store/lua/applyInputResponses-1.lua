@@ -1,16 +1,21 @@
 -- applyInputResponses: tasks/update stores answers to outstanding keys, atomically, before
 -- the ack (read-your-writes). Unknown / already answered keys are ignored (T-31); a partial
 -- set keeps the task input_required (T-32); the last answer moves it to working, step + 1.
+-- A client request passes its principal and mode: another principal's task, or one of another
+-- mode, is 'gone' like an unknown id, and nothing is written (T-44, N-01).
 -- KEYS[1] task hash
--- ARGV[1] now, ARGV[2] notify channel, ARGV[3..] key, response JSON pairs
+-- ARGV[1] now, ARGV[2] notify channel, ARGV[3] owner ('' = system caller),
+-- ARGV[4] mode ('' = any), ARGV[5..] key, response JSON pairs (outstanding keys only: the
+-- caller filters, so a request with 100k keys never reaches Redis as 200k arguments)
 -- Returns {'gone'} | {'ignored', status} | {'partial', applied} | {'resumed', step, applied}
 --@include common
 local key = KEYS[1]
-if redis.call('EXISTS', key) == 0 then return {'gone'} end
-local st = redis.call('HGET', key, 'status')
+local cur = redis.call('HMGET', key, 'status', 'owner', 'mode')
+if not cur[1] or foreign(cur[2], cur[3], ARGV[3], ARGV[4]) then return {'gone'} end
+local st = cur[1]
 if st ~= 'input_required' then return {'ignored', st} end
 local applied = 0
-for i = 3, #ARGV, 2 do
+for i = 5, #ARGV, 2 do
   local f = 'req:' .. ARGV[i]
   if redis.call('HEXISTS', key, f) == 1 then
     redis.call('HDEL', key, f)

@@ -2,15 +2,16 @@
 -- KEYS[1] task hash
 -- ARGV[1] step, ARGV[2] job lock token, ARGV[3] now (ms), ARGV[4] notify channel
 -- Returns {'ok', fence, tool, args, state, reruns, mode, caps, owner, key, response JSON, ...}
---      or {'gone'} | {'terminal', status} | {'cancelled'} | {'stale', status}
+--      or {'gone'} | {'terminal', status, owner} | {'cancelled', owner} | {'stale', status}
+--      (the owner lets the worker release the task's outstanding slot, issue 10 §4)
 --@include common
 local key = KEYS[1]
 if redis.call('EXISTS', key) == 0 then return {'gone'} end
-local cur = redis.call('HMGET', key, 'status', 'step', 'cancelRequested', 'claimedStep')
-if isTerminal(cur[1]) then return {'terminal', cur[1]} end
+local cur = redis.call('HMGET', key, 'status', 'step', 'cancelRequested', 'claimedStep', 'owner')
+if isTerminal(cur[1]) then return {'terminal', cur[1], cur[5] or ''} end
 if cur[3] == '1' then
   finish(key, 'cancelled', ARGV[3], redis.call('HGET', key, 'cancelReason') or 'Cancelled before it started', ARGV[4])
-  return {'cancelled'}
+  return {'cancelled', cur[5] or ''}
 end
 if cur[1] ~= 'working' or cur[2] ~= ARGV[1] then return {'stale', cur[1] or ''} end
 local fence = redis.call('HINCRBY', key, 'fence', 1)

@@ -10,22 +10,65 @@
  *   `<prefix>:tasks:reconcile`    zset of live task ids scored by "next check" time (ms);
  *                                 PEXPIRE refreshed on every add (max ttl + 1 day)
  *   `<prefix>:rs:<nonce>`         a spent MRTR continuation (M-07), PX = its lifetime
+ *   `<prefix>:{p:<sha256 hex of the principal>}:outstanding`
+ *                                 zset of the principal's non-terminal tasks (member taskId,
+ *                                 score = the task's expiry, ms): MAX_OUTSTANDING_TASKS (issue
+ *                                 10 §4); PEXPIREAT = its highest score
+ *   `<prefix>:{p:<sha256 hex of the principal>}:outstanding:since`
+ *                                 zset, same members scored by when they were reserved (ms),
+ *                                 plus `~repair` = time of the last repair; same expiry
+ *   `<prefix>:{p:<sha256 hex of the principal>}:listen`
+ *                                 zset of the principal's open task listen streams (member =
+ *                                 lease id, score = lease expiry, ms): MAX_LISTEN_STREAMS_PER_
+ *                                 PRINCIPAL; PEXPIREAT = its highest score
  * Channels (hints only, D5):
  *   `<prefix>:task:<taskId>`      new status after every transition (`progress` after a
  *                                 synchronous call's progress event)
  *   `<prefix>:cancel`             job ids whose AbortSignal must fire
  */
-import { randomUUID } from 'node:crypto';
+import { createHash, randomUUID } from 'node:crypto';
 import type { Redis } from 'ioredis';
 import { loadScripts } from './scripts.js';
 
-export { toDetailedTask, toCreateTaskResult, isTerminal } from './wire.js';
+export { toDetailedTask, toCreateTaskResult, isTerminal, unexpectedToolError } from './wire.js';
 export type { DetailedTask, TaskStatus, JsonRpcErrorObject } from './wire.js';
 
-import type { TaskStatus, JsonRpcErrorObject } from './wire.js';
+import { isTerminal, type TaskStatus, type JsonRpcErrorObject } from './wire.js';
 
 /** Whether the task was created for a client holding a task handle, or for a synchronous call. */
 export type TaskMode = 'task' | 'sync';
+
+/**
+ * Who acts on a task (T-44, N-01). A client request (tasks/update, tasks/cancel, a synchronous
+ * call's retry, `task_status`) passes its principal and the mode its method serves; the
+ * transition script then answers another principal's task, or a task of another mode, exactly
+ * like an unknown id (`gone`) and writes nothing. System callers (reconciler, the disconnect of
+ * a synchronous call) pass neither.
+ */
+export interface ActAs {
+  /** The caller's principal (never empty). */
+  owner?: string;
+  /** The mode the task must have. */
+  mode?: TaskMode;
+}
+
+/**
+ * Longest `statusMessage` any writer stores (Unicode code points; clients show about this
+ * much). Every TaskStore method that writes one cuts it with `capStatusMessage`.
+ */
+export const STATUS_MESSAGE_MAX_CHARS = 200;
+
+/** Cuts `s` to STATUS_MESSAGE_MAX_CHARS code points, ending with `…` when cut (never splits a surrogate pair). */
+export function capStatusMessage(s: string): string {
+  if (s.length <= STATUS_MESSAGE_MAX_CHARS) return s;
+  const points = Array.from(s);
+  return points.length <= STATUS_MESSAGE_MAX_CHARS ? s : `${points.slice(0, STATUS_MESSAGE_MAX_CHARS - 1).join('')}…`;
+}
+
+/** A reservation's record may still be on its way (reserve → create): not repaired before this (ms). */
+export const OUTSTANDING_CREATE_GRACE_MS = 30_000;
+/** Least gap between two repairs of one principal's outstanding set (ms): a flood at the limit costs one check per gap. */
+export const OUTSTANDING_REPAIR_EVERY_MS = 5_000;
 
 /** A task record as read from Redis. Times are unix milliseconds. */
 export interface TaskRecord {
@@ -113,6 +156,21 @@ export interface CreateTaskInput {
   clientCapabilities?: Record<string, unknown>;
 }
 
+/** Outcome of `reserveOutstanding`: `count` = the principal's outstanding tasks (this one included when `ok`). */
+export interface Reservation {
+  ok: boolean;
+  count: number;
+}
+
+/**
+ * The hash tag of a principal in key names (`{p:<tag>}`): SHA-256 hex of the principal, so a key
+ * never holds the principal (which can be long, `jwt:<iss>#<sub>`) and all of one principal's
+ * keys share a Cluster slot.
+ */
+export function principalTag(principal: string): string {
+  return createHash('sha256').update(principal).digest('hex');
+}
+
 /** Task ids: UUIDv4, 122 random bits (T-45). Anything else is answered as "not found". */
 const TASK_ID_RE = /^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/;
 
@@ -188,6 +246,34 @@ export class TaskStore {
   }
 
   /**
+   * The principal's outstanding-task zset and its companion (reservation times). The principal
+   * is hashed (SHA-256, hex): principals can be long (`jwt:<iss>#<sub>`) and are not key-safe.
+   */
+  outstandingKeys(owner: string): { outstanding: string; since: string } {
+    const base = `${this.prefix}:{p:${principalTag(owner)}}:outstanding`;
+    return { outstanding: base, since: `${base}:since` };
+  }
+
+  /** The zset of a principal's task listen streams (leases), see `acquireListenLease`. */
+  listenKey(owner: string): string {
+    return `${this.prefix}:{p:${principalTag(owner)}}:listen`;
+  }
+
+  /**
+   * Takes or renews one of `owner`'s at most `limit` listen-stream leases (`acquireLease-1.lua`),
+   * counted across every gateway; a lease not renewed within `ttlMs` ends (its gateway died).
+   * @returns the leases held (this one included), or -1 when refused. One script call.
+   */
+  async acquireListenLease(owner: string, leaseId: string, limit: number, ttlMs: number, now = Date.now()): Promise<number> {
+    return Number(await this.scripts.acquireLease(this.listenKey(owner), String(now), leaseId, String(limit), String(now + ttlMs)));
+  }
+
+  /** Ends a listen-stream lease. One ZREM. */
+  async releaseListenLease(owner: string, leaseId: string): Promise<void> {
+    await this.redis.zrem(this.listenKey(owner), leaseId);
+  }
+
+  /**
    * Creates a task in `working`, step 1, durable when this resolves (T-15). The caller may pass
    * the id (to clean up after a failure whose outcome is unknown).
    * @returns the new record.
@@ -210,7 +296,7 @@ export class TaskStore {
       reruns: '0',
       caps: JSON.stringify(input.clientCapabilities ?? {}),
     };
-    if (input.statusMessage) fields.statusMessage = input.statusMessage;
+    if (input.statusMessage) fields.statusMessage = capStatusMessage(input.statusMessage);
     if (input.mode === 'sync') fields.holderAt = String(now);
     const created = await this.scripts.createTask(this.key(taskId), String(now + input.ttlMs), ...Object.entries(fields).flat());
     if (created !== 1) throw new TaskIdTakenError(taskId);
@@ -237,14 +323,25 @@ export class TaskStore {
     await this.redis.del(this.key(taskId), this.progressKey(taskId));
   }
 
-  /** A worker claims step `step`; returns the claim with a new fence, or why not. */
-  async claimStep(taskId: string, step: number, jobToken: string, now = Date.now()):
-    Promise<({ code: 'ok' } & StepClaim) | { code: 'gone' | 'cancelled' } | { code: 'terminal' | 'stale'; status: string }> {
+  /**
+   * A worker claims step `step`; returns the claim with a new fence, or why not. `terminal` and
+   * `cancelled` (the claim found a cancel request and ended the task) carry the task's owner,
+   * so the worker can release its outstanding slot.
+   */
+  async claimStep(taskId: string, step: number, jobToken: string, now = Date.now()): Promise<
+    | ({ code: 'ok' } & StepClaim)
+    | { code: 'gone' }
+    | { code: 'cancelled'; owner: string }
+    | { code: 'terminal'; status: string; owner: string }
+    | { code: 'stale'; status: string }
+  > {
     const r = (await this.scripts.claimStep(this.key(taskId), String(step), jobToken, String(now), this.channel(taskId))) as Reply;
     const code = r[0];
     if (code !== 'ok') {
-      if (code === 'terminal' || code === 'stale') return { code, status: r[1] ?? '' };
-      return { code: code as 'gone' | 'cancelled' };
+      if (code === 'terminal') return { code, status: r[1] ?? '', owner: r[2] ?? '' };
+      if (code === 'cancelled') return { code, owner: r[1] ?? '' };
+      if (code === 'stale') return { code, status: r[1] ?? '' };
+      return { code: 'gone' };
     }
     const inputResponses: Record<string, unknown> = {};
     for (let i = 9; i + 1 < r.length; i += 2) inputResponses[r[i]!] = JSON.parse(r[i + 1]!);
@@ -278,7 +375,7 @@ export class TaskStore {
       this.progressKey(taskId),
       fence,
       String(now),
-      update.statusMessage ?? '',
+      update.statusMessage ? capStatusMessage(update.statusMessage) : '',
       update.progress ? JSON.stringify(update.progress) : '',
       update.event ? JSON.stringify(update.event) : '',
       this.channel(taskId),
@@ -335,7 +432,7 @@ export class TaskStore {
       this.key(taskId),
       fence,
       String(now),
-      statusMessage,
+      capStatusMessage(statusMessage),
       JSON.stringify(state ?? null),
       this.channel(taskId),
       ...pairs,
@@ -343,10 +440,25 @@ export class TaskStore {
     return toWriteOutcome(r);
   }
 
-  /** Applies answers to outstanding keys atomically (read-your-writes for the ack, T-30). */
-  async applyInputResponses(taskId: string, responses: Record<string, unknown>, now = Date.now()): Promise<ApplyOutcome> {
-    const pairs = Object.entries(responses).flatMap(([k, v]) => [k, JSON.stringify(v)]);
-    const r = (await this.scripts.applyInputResponses(this.key(taskId), String(now), this.channel(taskId), ...pairs)) as Reply;
+  /**
+   * Applies answers to outstanding keys atomically (read-your-writes for the ack, T-30).
+   * Only keys the record asks for right now reach the script: the outstanding `req:` fields are
+   * read first (one HKEYS) and every other key is dropped here, so a request with 100,000 keys
+   * costs one small script call and writes nothing extra (the script re-checks each key, so a
+   * concurrent change between the two reads is harmless).
+   * @param as a client request's principal and mode (T-44): another principal's task, or one
+   *           of another mode, is `gone` and left untouched. Omit for system callers.
+   * @returns `gone` (unknown, expired or foreign), `ignored` (not input_required, or no
+   *          outstanding key answered), `partial` or `resumed` (the next step to enqueue).
+   * @throws when `as.owner` is an empty string (a caller bug: '' means "system" to the script).
+   */
+  async applyInputResponses(taskId: string, responses: Record<string, unknown>, as: ActAs = {}, now = Date.now()): Promise<ApplyOutcome> {
+    const outstanding = new Set(
+      (await this.redis.hkeys(this.key(taskId))).filter((f) => f.startsWith('req:')).map((f) => f.slice(4)),
+    );
+    const pairs: string[] = [];
+    for (const k of outstanding) if (Object.hasOwn(responses, k)) pairs.push(k, JSON.stringify(responses[k]));
+    const r = (await this.scripts.applyInputResponses(this.key(taskId), String(now), this.channel(taskId), ...actAsArgs(as), ...pairs)) as Reply;
     switch (r[0]) {
       case 'gone':
         return { code: 'gone' };
@@ -359,9 +471,13 @@ export class TaskStore {
     }
   }
 
-  /** Fenced `working → completed`. `result` is stored as given (a CallToolResult). */
-  async complete(taskId: string, fence: string, result: Record<string, unknown>, statusMessage = '', now = Date.now()): Promise<WriteOutcome> {
-    const r = (await this.scripts.completeTask(this.key(taskId), fence, String(now), JSON.stringify(result), statusMessage, this.channel(taskId))) as Reply;
+  /**
+   * Fenced `working → completed`. `result` is stored as given (a CallToolResult), or as the
+   * JSON text given when it is a string (the worker serializes once, to check its size).
+   */
+  async complete(taskId: string, fence: string, result: Record<string, unknown> | string, statusMessage = '', now = Date.now()): Promise<WriteOutcome> {
+    const json = typeof result === 'string' ? result : JSON.stringify(result);
+    const r = (await this.scripts.completeTask(this.key(taskId), fence, String(now), json, capStatusMessage(statusMessage), this.channel(taskId))) as Reply;
     return toWriteOutcome(r);
   }
 
@@ -386,7 +502,7 @@ export class TaskStore {
       expectStep,
       String(now),
       JSON.stringify(error),
-      statusMessage,
+      capStatusMessage(statusMessage),
       this.channel(taskId),
     )) as Reply;
     return toWriteOutcome(r);
@@ -394,19 +510,27 @@ export class TaskStore {
 
   /** Fenced `working → cancelled` (the worker saw the abort, or the tool ended the task). */
   async markCancelled(taskId: string, fence: string, statusMessage: string, now = Date.now()): Promise<WriteOutcome> {
-    const r = (await this.scripts.markCancelled(this.key(taskId), fence, String(now), statusMessage, this.channel(taskId))) as Reply;
+    const r = (await this.scripts.markCancelled(this.key(taskId), fence, String(now), capStatusMessage(statusMessage), this.channel(taskId))) as Reply;
     return toWriteOutcome(r);
   }
 
-  /** Requests cancellation (T-36 / C-01). See `requestCancel-1.lua` for the rules. */
-  async requestCancel(taskId: string, statusMessage = 'Cancelled by client request', now = Date.now()): Promise<CancelOutcome> {
+  /**
+   * Requests cancellation (T-36 / C-01). See `requestCancel-1.lua` for the rules.
+   * @param as a client request's principal and mode (T-44): another principal's task, or one
+   *           of another mode, is `gone` and left untouched. Omit for system callers.
+   * @returns `gone`, `terminal` (unchanged), `cancelled` (ended now: release its outstanding
+   *          slot) or `requested` (the worker running it ends it).
+   * @throws when `as.owner` is an empty string.
+   */
+  async requestCancel(taskId: string, statusMessage = 'Cancelled by client request', as: ActAs = {}, now = Date.now()): Promise<CancelOutcome> {
     const r = (await this.scripts.requestCancel(
       this.key(taskId),
       String(now),
       this.cancelChannel,
       `t.${taskId}.`,
-      statusMessage,
+      capStatusMessage(statusMessage),
       this.channel(taskId),
+      ...actAsArgs(as),
     )) as Reply;
     switch (r[0]) {
       case 'gone':
@@ -440,6 +564,90 @@ export class TaskStore {
   async isCancelRequested(taskId: string): Promise<boolean> {
     return (await this.redis.hget(this.key(taskId), 'cancelRequested')) === '1';
   }
+
+  /** The principal that created a task, or `null` when it is gone. One HGET. */
+  async ownerOf(taskId: string): Promise<string | null> {
+    return this.redis.hget(this.key(taskId), 'owner');
+  }
+
+  /**
+   * Counts task `taskId` against `owner`'s MAX_OUTSTANDING_TASKS (issue 10 §4), atomically across
+   * replicas (`reserveOutstanding-2.lua`). Call it before the record is written; on `ok: false`
+   * write nothing and refuse the request. Idempotent for an id already reserved.
+   * A release can be lost (a process dies between a terminal write and its release), so a
+   * reservation refused at the limit repairs once, at most every OUTSTANDING_REPAIR_EVERY_MS per
+   * principal: members whose record is terminal, or missing for OUTSTANDING_CREATE_GRACE_MS, are
+   * dropped, and the reservation is tried again.
+   * @param expiresAt the task's expiry (unix ms, createdAt + ttlMs): the member drops out then.
+   * @returns `{ok, count}`; `count` is the principal's outstanding tasks (this one included when
+   *          `ok`): use it as the step job's priority (`JobQueues.enqueueStep`, fair share).
+   */
+  async reserveOutstanding(owner: string, taskId: string, limit: number, expiresAt: number, now = Date.now()): Promise<Reservation> {
+    const keys = this.outstandingKeys(owner);
+    const reserve = async () =>
+      (await this.scripts.reserveOutstanding(
+        keys.outstanding,
+        keys.since,
+        String(now),
+        taskId,
+        String(limit),
+        String(expiresAt),
+        String(OUTSTANDING_REPAIR_EVERY_MS),
+      )) as number[];
+    const r = await reserve();
+    if (r[0] === 1) return { ok: true, count: Number(r[1]) };
+    if (r[2] !== 1 || (await this.repairOutstanding(owner, now)) === 0) return { ok: false, count: Number(r[1]) };
+    const again = await reserve();
+    return { ok: again[0] === 1, count: Number(again[1]) };
+  }
+
+  /**
+   * Drops `owner`'s outstanding members whose task is terminal, or whose record is missing and
+   * was reserved more than OUTSTANDING_CREATE_GRACE_MS ago (a lost release, or a creation that
+   * never finished). Reads every member's status (one HGET each), so it runs only at the limit.
+   * @returns how many members were dropped.
+   */
+  async repairOutstanding(owner: string, now = Date.now()): Promise<number> {
+    const keys = this.outstandingKeys(owner);
+    const [members, since] = await Promise.all([
+      this.redis.zrange(keys.outstanding, '0', '-1'),
+      this.redis.zrange(keys.since, '0', '-1', 'WITHSCORES'),
+    ]);
+    const reservedAt = new Map<string, number>();
+    for (let i = 0; i + 1 < since.length; i += 2) reservedAt.set(since[i]!, Number(since[i + 1]));
+    const statuses = await Promise.all(members.map((id) => this.redis.hget(this.key(id), 'status')));
+    const stale = members.filter((id, i) => {
+      const st = statuses[i];
+      if (st) return isTerminal(st);
+      return now - (reservedAt.get(id) ?? 0) > OUTSTANDING_CREATE_GRACE_MS;
+    });
+    for (let i = 0; i < stale.length; i += 1000) {
+      const chunk = stale.slice(i, i + 1000);
+      await this.redis.multi().zrem(keys.outstanding, ...chunk).zrem(keys.since, ...chunk).exec();
+    }
+    return stale.length;
+  }
+
+  /**
+   * Stops counting task `taskId` against `owner` (idempotent). Call it after every terminal
+   * transition: the worker (completed, failed, cancelled), the reconciler, the input timeout,
+   * the gateway (tasks/cancel ended it at once; a creation that failed after its reservation).
+   */
+  async releaseOutstanding(owner: string, taskId: string): Promise<void> {
+    const keys = this.outstandingKeys(owner);
+    await this.redis.multi().zrem(keys.outstanding, taskId).zrem(keys.since, taskId).exec();
+  }
+
+  /** `owner`'s outstanding tasks that have not expired (the fair-share priority of a resumed step). One ZCOUNT. */
+  async outstandingCount(owner: string, now = Date.now()): Promise<number> {
+    return this.redis.zcount(this.outstandingKeys(owner).outstanding, `(${now}`, '+inf');
+  }
+}
+
+/** ARGV tail of a script that checks who acts (owner, mode; '' = system caller). */
+function actAsArgs(as: ActAs): [string, string] {
+  if (as.owner === '') throw new Error('TaskStore: an owner check needs a non-empty principal');
+  return [as.owner ?? '', as.mode ?? ''];
 }
 
 function toWriteOutcome(r: Reply): WriteOutcome {

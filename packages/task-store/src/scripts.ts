@@ -12,7 +12,19 @@ const LUA_DIR = join(dirname(fileURLToPath(import.meta.url)), '..', 'lua');
 
 type ScriptFn = (...args: string[]) => Promise<unknown>;
 export type Scripts = Record<
-  'createTask' | 'claimStep' | 'reportProgress' | 'parkForInput' | 'applyInputResponses' | 'completeTask' | 'failTask' | 'requestCancel' | 'markCancelled' | 'renewHolder' | 'detachSync',
+  | 'createTask'
+  | 'claimStep'
+  | 'reportProgress'
+  | 'parkForInput'
+  | 'applyInputResponses'
+  | 'completeTask'
+  | 'failTask'
+  | 'requestCancel'
+  | 'markCancelled'
+  | 'renewHolder'
+  | 'detachSync'
+  | 'reserveOutstanding'
+  | 'acquireLease',
   ScriptFn
 >;
 

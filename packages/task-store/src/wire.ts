@@ -14,6 +14,16 @@ export interface JsonRpcErrorObject {
   data?: unknown;
 }
 
+/**
+ * The error of a tool that failed unexpectedly (issue 10 §5): a generic message with a
+ * correlation id, nothing of the exception itself (no message, stack, path or key name); the
+ * full error goes to the log with the same `errorId`. `-32603`. A `ToolProtocolError` (a
+ * deliberate failure) keeps its own code and message instead.
+ */
+export function unexpectedToolError(tool: string, errorId: string): JsonRpcErrorObject {
+  return { code: -32603, message: `Tool ${tool} failed unexpectedly (error id ${errorId})`, data: { errorId } };
+}
+
 export function isTerminal(status: string): boolean {
   return status === 'completed' || status === 'failed' || status === 'cancelled';
 }

@@ -6,7 +6,7 @@ import { appendFileSync, renameSync, writeFileSync } from 'node:fs';
 import { rename, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { z } from 'zod';
-import { accepted, defineTool, elicitForm, inputRequired, textResult } from '../kit.js';
+import { accepted, defineTool, elicitForm, inputRequired, textResult, ToolProtocolError, type ToolResult } from '../kit.js';
 
 /** `slow_echo(seconds, text?)`: sleeps, then echoes. B-02, B-07, B-16. */
 export const slowEcho = defineTool({
@@ -137,6 +137,38 @@ export const sideEffect = defineTool({
 });
 
 /**
+ * `big_result(bytes, kind)`: returns a result whose text is `bytes` long (N-09, MAX_RESULT_BYTES).
+ * `kind: 'buffer'` puts a Node `Buffer` of that size where the text belongs, the bug of a tool
+ * that returns `fs.readFile()` output without an encoding (bullmq #2397).
+ */
+export const bigResult = defineTool({
+  name: 'big_result',
+  description: 'Returns a text result of `bytes` characters (testing only); with kind "buffer", a Node Buffer of that size instead of the text.',
+  inputSchema: z.object({ bytes: z.number().int().min(0).max(64 * 1024 * 1024), kind: z.enum(['string', 'buffer']).optional() }),
+  taskSupport: 'optional',
+  async run({ bytes, kind = 'string' }) {
+    if (kind === 'buffer') return { content: [{ type: 'text', text: Buffer.alloc(bytes, 120) }] } as unknown as ToolResult;
+    return textResult('x'.repeat(bytes), { structuredContent: { bytes } });
+  },
+});
+
+/**
+ * `throw_error(kind, message)`: fails on purpose (issue 10 §5). `unexpected` throws a plain
+ * `Error` whose message (and stack) must reach only the log; `protocol` throws a
+ * `ToolProtocolError` (-32602), whose message is for the client.
+ */
+export const throwError = defineTool({
+  name: 'throw_error',
+  description: 'Fails on purpose (testing only): an unexpected exception, or a deliberate JSON-RPC error.',
+  inputSchema: z.object({ kind: z.enum(['unexpected', 'protocol']), message: z.string().max(10_000) }),
+  taskSupport: 'optional',
+  async run({ kind, message }) {
+    if (kind === 'protocol') throw new ToolProtocolError(-32602, message);
+    throw new Error(message);
+  },
+});
+
+/**
  * `crash_inline(detail)`: a gateway tool that throws an unexpected error whose message names a
  * file path: the client must get a generic message with an error id, never the text (issue
  * "Safe to expose" §5).
@@ -178,4 +210,4 @@ export const confirmOnce = defineTool({
   },
 });
 
-export const testingTools = [slowEcho, askConfirm, progressSync, sideEffect, crashInline, confirmOnce];
+export const testingTools = [slowEcho, askConfirm, progressSync, sideEffect, bigResult, throwError, crashInline, confirmOnce];

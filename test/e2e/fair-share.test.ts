@@ -1,0 +1,120 @@
+/**
+ * Fair share of worker slots (issue 10 §4, case N-08; docs/architecture.md "Fair share of
+ * workers"): one principal's backlog must not delay another principal's work.
+ *
+ * Two real worker processes at the default WORKER_CONCURRENCY (50 each: 100 slots), real BullMQ,
+ * no gateway: tasks are created the way the gateway does it, through TaskStore
+ * (reserveOutstanding → create) and JobQueues (enqueueStep with the reservation's count as the
+ * priority). Principal A queues 1,000 one-second `slow_echo` tasks (its outstanding limit raised
+ * to 2,000 for the test), then principal B queues one. Expected: B's task starts (a worker claims
+ * it) within 2 s.
+ *
+ * The control run does the same with every step at the same priority (the plain FIFO queue the
+ * service had before): B then waits for A's backlog, about 1,000 / 100 slots × 1 s ≈ 9 s. It shows
+ * the scenario really puts B behind A, so the 2 s bound measures the mechanism.
+ */
+import { after, before, describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+import { Redis } from 'ioredis';
+import { JobQueues } from '@mcp-tasks/jobs';
+import { newTaskId, TaskStore } from '@mcp-tasks/task-store';
+import { sleep, startCluster, type Cluster } from '../support/cluster.js';
+
+const BACKLOG = 1000;
+const TTL_MS = 600_000;
+
+let c: Cluster;
+let redis: Redis;
+let store: TaskStore;
+let queues: JobQueues;
+
+/** Creates and enqueues one 1-second task of `owner`; `fair` = priority from the outstanding count. */
+async function submit(owner: string, fair: boolean): Promise<string> {
+  const taskId = newTaskId();
+  const now = Date.now();
+  const r = await store.reserveOutstanding(owner, taskId, 2000, now + TTL_MS, now);
+  assert.ok(r.ok, `reservation refused for ${owner}: ${JSON.stringify(r)}`);
+  await store.create({ owner, tool: 'slow_echo', args: { seconds: 1, quiet: true }, mode: 'task', ttlMs: TTL_MS, pollIntervalMs: 1000 }, taskId, now);
+  await queues.enqueueStep(taskId, 1, fair ? { priority: r.count } : {});
+  return taskId;
+}
+
+/** Runs `fn` `n` times with at most `limit` in flight. */
+async function times<R>(n: number, limit: number, fn: (i: number) => Promise<R>): Promise<R[]> {
+  const out = new Array<R>(n);
+  let next = 0;
+  await Promise.all(Array.from({ length: limit }, async () => {
+    while (next < n) {
+      const i = next++;
+      out[i] = await fn(i);
+    }
+  }));
+  return out;
+}
+
+/** Waits until a worker claimed step 1 of `taskId`; returns when (ms), polling every 10 ms. */
+async function claimedAt(taskId: string, timeoutMs: number): Promise<number> {
+  const end = Date.now() + timeoutMs;
+  while (Date.now() < end) {
+    if ((await redis.hget(store.key(taskId), 'claimedStep')) === '1') return Date.now();
+    await sleep(10);
+  }
+  throw new Error(`task ${taskId} not started within ${timeoutMs} ms`);
+}
+
+/** Waits until every task of `ids` is terminal; returns how long it took. */
+async function drained(ids: string[], timeoutMs: number): Promise<void> {
+  const end = Date.now() + timeoutMs;
+  let pending = ids;
+  while (pending.length) {
+    const st = await Promise.all(pending.map((id) => redis.hget(store.key(id), 'status')));
+    pending = pending.filter((_, i) => !['completed', 'failed', 'cancelled'].includes(st[i] ?? ''));
+    if (!pending.length) return;
+    if (Date.now() > end) throw new Error(`${pending.length} of ${ids.length} tasks still not terminal`);
+    await sleep(250);
+  }
+}
+
+/** A's backlog, then B's task: how long B waited between its enqueue and its claim (ms). */
+async function scenario(fair: boolean, tag: string): Promise<{ waitedMs: number; backlogIds: string[]; a: string; b: string }> {
+  const a = `key:a-${tag}`;
+  const b = `key:b-${tag}`;
+  const backlogIds = await times(BACKLOG, 50, () => submit(a, fair));
+  const enqueuedAt = Date.now();
+  const bTask = await submit(b, fair);
+  const started = await claimedAt(bTask, 60_000);
+  return { waitedMs: started - enqueuedAt, backlogIds: [...backlogIds, bTask], a, b };
+}
+
+before(async () => {
+  c = await startCluster({ gateways: 0, workers: 2 });
+  redis = new Redis(c.redisUrl, { maxRetriesPerRequest: 1 });
+  store = new TaskStore(redis, c.prefix);
+  queues = new JobQueues(redis, c.prefix, TTL_MS);
+});
+
+after(async () => {
+  await queues?.close();
+  redis?.disconnect();
+  await c?.stop();
+});
+
+describe('fair share of worker slots (issue 10 §4, N-08)', () => {
+  it('B\'s 1-second task starts within 2 s behind A\'s 1,000 queued 1-second tasks; the workers release every finished task', async (t) => {
+    const r = await scenario(true, 'fair');
+    t.diagnostic(`with priorities: B waited ${r.waitedMs} ms`);
+    assert.ok(r.waitedMs < 2000, `B waited ${r.waitedMs} ms behind A's backlog`);
+    await drained(r.backlogIds, 120_000);
+    // Every step ended through the worker, which released its slot: nothing counts any more.
+    assert.equal(await store.outstandingCount(r.a), 0, 'A holds no outstanding task after its backlog finished');
+    assert.equal(await store.outstandingCount(r.b), 0);
+  });
+
+  it('control: without priorities (plain FIFO) the same B waits for A\'s backlog', async (t) => {
+    const r = await scenario(false, 'fifo');
+    t.diagnostic(`without priorities: B waited ${r.waitedMs} ms`);
+    // 1,000 one-second steps on 100 slots: B cannot start before ~9 s of A's work has passed.
+    assert.ok(r.waitedMs > 4000, `B waited only ${r.waitedMs} ms: the scenario did not put B behind A`);
+    await drained(r.backlogIds, 120_000);
+  });
+});
