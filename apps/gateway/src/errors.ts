@@ -7,9 +7,10 @@
  * | code    | HTTP | when                                                        | source      |
  * |---------|------|-------------------------------------------------------------|-------------|
  * | -32700  | 400  | body is not JSON                                            | JSON-RPC    |
- * | -32600  | 400  | not a JSON-RPC request                                      | JSON-RPC    |
- * | -32600  | 400  | body nested deeper than 64 levels                           |             |
- * | -32600  | 403  | `Origin` not in ALLOWED_ORIGINS                             | H-03        |
+ * | -32600  | 400  | not a JSON-RPC request; a batch; an id not string/integer   | B-01, N-07  |
+ * | -32600  | 400  | body nested deeper than 64 levels; malformed `Host`         |             |
+ * | -32600  | 401  | no / bad credentials (+ `WWW-Authenticate`, auth/challenge) | H-04, D9    |
+ * | -32600  | 403  | `Origin` / `Host` not allowed; JWT without a required scope | H-03, H-04  |
  * | -32600  | 413  | body larger than MAX_BODY_BYTES                             | D10         |
  * | -32600  | 415  | `Content-Type` not application/json                         | H-07        |
  * | -32601  | 404  | unknown method, `tasks/list`, `tasks/result`                | H-13, T-47  |
@@ -17,7 +18,8 @@
  * | -32602  | 200  | unknown tool, bad arguments, unknown/expired/foreign task   | T-33, T-37  |
  * | -32603  | 200  | internal error while handling; listen limit (1,024/process) | JSON-RPC    |
  * | -32602  | 200  | `subscriptions/listen` `taskIds` not an array of ≤100 strings | T-39      |
- * | -32603  | 503  | Redis unreachable or not answering (with `Retry-After`)     | D10         |
+ * | -32603  | 503  | Redis unreachable or not answering; the issuer's JWKS unreachable (with `Retry-After`) | D10, D9 |
+ * | -32603  | 200  | an unexpected exception in a tool: generic message + `data.errorId` | D9          |
  * | -32020  | 400  | `MCP-Protocol-Version` / `Mcp-Method` / `Mcp-Name` mismatch | H-11, H-15  |
  * | -32021  | 400  | client capability missing (tasks extension, elicitation)    | T-04, T-05, T-49, B-07 |
  * | -32022  | 400  | unsupported protocol version                                | H-12        |
