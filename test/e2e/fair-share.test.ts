@@ -19,6 +19,7 @@ import { Redis } from 'ioredis';
 import { JobQueues } from '@mcp-tasks/jobs';
 import { newTaskId, TaskStore } from '@mcp-tasks/task-store';
 import { sleep, startCluster, type Cluster } from '../support/cluster.js';
+import { callTool } from '../support/mcp.js';
 
 const BACKLOG = 1000;
 const TTL_MS = 600_000;
@@ -116,5 +117,39 @@ describe('fair share of worker slots (issue 10 §4, N-08)', () => {
     // 1,000 one-second steps on 100 slots: B cannot start before ~9 s of A's work has passed.
     assert.ok(r.waitedMs > 4000, `B waited only ${r.waitedMs} ms: the scenario did not put B behind A`);
     await drained(r.backlogIds, 120_000);
+  });
+});
+
+describe('fair share through the gateways (issue 10 §4): the whole creation path sets the priority', () => {
+  const A = 'fair-a-key-0123456789abcdef';
+  const B = 'fair-b-key-0123456789abcdef';
+  let g: Cluster;
+  before(async () => {
+    g = await startCluster({ gateways: 2, workers: 2, env: { AUTH_API_KEYS: `a:${A},b:${B}`, MAX_OUTSTANDING_TASKS: '2000' } });
+  });
+  after(async () => g?.stop());
+
+  it('A creates 1,000 one-second tasks through two gateways; B\'s task then starts within 2 s', async (t) => {
+    const urls = g.urls;
+    const ids = await times(BACKLOG, 20, async (i) => {
+      const r = await callTool(urls[i % 2]!, 'slow_echo', { seconds: 1, quiet: true }, { token: A });
+      assert.equal(r.body.result?.resultType, 'task', JSON.stringify(r.body));
+      return r.body.result!.taskId as string;
+    });
+    const sent = Date.now();
+    const bTask = (await callTool(urls[1]!, 'slow_echo', { seconds: 1, quiet: true }, { token: B })).body.result!.taskId as string;
+    const key = `${g.prefix}:{t:${bTask}}:task`;
+    let started = 0;
+    for (const end = Date.now() + 60_000; Date.now() < end; await sleep(10)) {
+      if ((await g.redis.hget(key, 'claimedStep')) === '1') {
+        started = Date.now();
+        break;
+      }
+    }
+    assert.ok(started, 'B\'s task started');
+    t.diagnostic(`through the gateways: B's task started ${started - sent} ms after its tools/call was sent, behind ${ids.length} of A's`);
+    assert.ok(started - sent < 2000, `B waited ${started - sent} ms`);
+    const aQueued = await g.redis.zcard(`${g.prefix}:{jobs}:tools:prioritized`);
+    assert.ok(aQueued > 100, `A's backlog was still queued when B started (${aQueued} jobs)`);
   });
 });

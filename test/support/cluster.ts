@@ -226,6 +226,7 @@ export function testEnv(prefix: string, redisUrl: string, extra: Record<string, 
     // Tests that do not test the per-principal limits must never meet them.
     RATE_LIMIT_REQUESTS_PER_MIN: '1000000',
     RATE_LIMIT_TASK_CREATIONS_PER_MIN: '1000000',
+    MAX_OUTSTANDING_TASKS: '1000000',
     ...extra,
   };
 }

@@ -12,6 +12,7 @@ import Fastify, { type FastifyInstance } from 'fastify';
 import type { Redis } from 'ioredis';
 import type { RedisHealth } from '@mcp-tasks/jobs';
 import type { Gateway, GatewayDeps } from './context.js';
+import { clientErrorHandler } from './client-errors.js';
 import { ErrorCode, jsonRpcErrorBody } from './errors.js';
 import { registerHealth } from './health.js';
 import { registerLimits } from './limits.js';
@@ -55,6 +56,7 @@ export async function buildApp(deps: AppDeps): Promise<GatewayApp> {
     keepAliveTimeout: 72_000,
     // While closing, requests still read are served (in-flight work finishes); new
     // connections are refused by the closed listener.
+    clientErrorHandler: clientErrorHandler(config.limits.bodyReadTimeoutMs),
     return503OnClosing: false,
     forceCloseConnections: 'idle',
   }) as unknown as FastifyInstance;

@@ -63,7 +63,13 @@ export async function toolsCall(gw: Gateway, call: Call, params: { name: string;
   if (!tool) throw invalidParams(`Unknown tool: ${params.name}`);
   if (!c.args) throw invalidParams(`Invalid arguments for tool ${tool.name}: ${c.argsError}`);
   let args = c.args;
-  if (tool.taskSupport === 'required' && !call.declaresTasks) throw tasksExtensionRequired(`tool ${tool.name}`);
+  if (tool.taskSupport === 'required' && !call.declaresTasks) {
+    // A 2025 client cannot declare the 2026 extension: tell it (and its model) in a result.
+    if (call.era === 'legacy') {
+      return { content: [{ type: 'text', text: `${tool.name} runs only as a task, which needs a client that speaks MCP 2026-07-28 with the Tasks extension.` }], isError: true };
+    }
+    throw tasksExtensionRequired(`tool ${tool.name}`);
+  }
   if (c.missingCaps) {
     if (call.era === 'legacy') {
       return { content: [{ type: 'text', text: `${tool.name} needs to ask the user questions, which this server cannot do over a 2025 protocol connection. Use a client that speaks MCP 2026-07-28.` }], isError: true };

@@ -1,0 +1,38 @@
+/**
+ * Answers to requests Node refuses before Fastify sees them (the server's `clientError`), as
+ * JSON-RPC error bodies like every other refusal of this gateway (case N-07: never HTML, never
+ * a bare framework body):
+ *  - headers and body not received within BODY_READ_TIMEOUT_MS → 408, `-32600`;
+ *  - request headers larger than Node's limit → 431, `-32600`;
+ *  - anything the HTTP parser cannot read → 400, `-32700`.
+ * The connection is closed after the answer.
+ */
+import { STATUS_CODES } from 'node:http';
+import type { Socket } from 'node:net';
+import { ErrorCode, jsonRpcErrorBody } from './errors.js';
+
+export function clientErrorHandler(bodyReadTimeoutMs: number) {
+  return (err: Error & { code?: string }, socket: Socket): void => {
+    if (err.code === 'ECONNRESET' || socket.destroyed) return;
+    let status: number;
+    let body: ReturnType<typeof jsonRpcErrorBody>;
+    if (err.code === 'ERR_HTTP_REQUEST_TIMEOUT') {
+      status = 408;
+      body = jsonRpcErrorBody(null, ErrorCode.InvalidRequest, `Request Timeout: the request's headers and body must arrive within ${bodyReadTimeoutMs} ms`);
+    } else if (err.code === 'HPE_HEADER_OVERFLOW') {
+      status = 431;
+      body = jsonRpcErrorBody(null, ErrorCode.InvalidRequest, 'Request Header Fields Too Large');
+    } else {
+      status = 400;
+      body = jsonRpcErrorBody(null, ErrorCode.ParseError, 'Bad Request: the HTTP request could not be parsed');
+    }
+    const text = JSON.stringify(body);
+    if (!socket.writable) {
+      socket.destroy(err);
+      return;
+    }
+    // end() flushes the answer before closing; a peer that never closes its side is cut 1 s later.
+    socket.end(`HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\nContent-Length: ${Buffer.byteLength(text)}\r\nContent-Type: application/json\r\nConnection: close\r\n\r\n${text}`);
+    setTimeout(() => socket.destroy(), 1000).unref();
+  };
+}
