@@ -302,7 +302,7 @@ function tally(result, checks) {
         break;
       case 'SKIPPED':
         result.skipped++;
-        result.skippedChecks.push({ id: c.id, errorMessage: c.errorMessage ?? '' });
+        result.skippedChecks.push({ id: c.id, errorMessage: c.errorMessage ?? c.details?.note ?? '' });
         break;
       default:
         result.info++;
