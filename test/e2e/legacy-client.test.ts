@@ -251,8 +251,22 @@ describe('2025-era clients: the official SDK client in its default mode, 2 gatew
     }
   });
 
-  for (const header of ['2026-07-28', '2025-11-25']) {
-    it(`a 2025 tools/call (no _meta, no session) with MCP-Protocol-Version: ${header} works on both gateways: 200 and the result${header === '2026-07-28' ? ' (clients.md 5c, the known client bug)' : ''}`, async () => {
+  it('a tools/call without the _meta envelope but with MCP-Protocol-Version: 2026-07-28 is malformed on both gateways: 400 -32602 (B-05), nothing runs', async () => {
+    for (const [i, url] of c.urls.entries()) {
+      const r = await rpc(url, 'tools/call', {}, {
+        rawBody: legacyBody(300 + i, 'tools/call', { name: 'countdown', arguments: { seconds: 1 } }),
+        headers: { 'mcp-protocol-version': '2026-07-28', 'mcp-method': null },
+      });
+      assert.equal(r.status, 400, `gateway ${i + 1}: ${JSON.stringify(r.body)}`);
+      assert.equal(r.body.id, 300 + i);
+      assert.equal(r.body.error?.code, -32602);
+    }
+  });
+
+  // 2025-11-25 after negotiating an older revision is the known client bug (clients.md 5c); a
+  // value no revision has (pre-2026) is dropped on this lane, where the negotiated one counts.
+  for (const header of ['2025-11-25', '2025-01-01']) {
+    it(`a 2025 tools/call (no _meta, no session) with MCP-Protocol-Version: ${header} works on both gateways: 200 and the result${header === '2025-11-25' ? ' (clients.md 5c, the known client bug)' : ''}`, async () => {
       for (const [i, url] of c.urls.entries()) {
         const inline = await rpc(url, 'tools/call', {}, {
           rawBody: legacyBody(100 + i, 'tools/call', { name: 'add', arguments: { a: 2, b: 3 } }),

@@ -3,7 +3,8 @@
  * goes to the next upstream, over a fresh upstream connection (`agent: false`, so
  * `Connection: close`), so a client that keeps its connection to the proxy alive still has
  * consecutive requests served by different gateways. Responses are streamed through as they
- * arrive (headers flushed at once, chunks piped unbuffered), so SSE works.
+ * arrive (headers flushed at once, chunks piped unbuffered), so SSE works. The client's `Host`
+ * header is passed on unchanged.
  */
 import { createServer, request as httpRequest, type IncomingHttpHeaders, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -49,8 +50,10 @@ export async function startRoundRobinProxy(upstreams: string[]): Promise<RoundRo
       status: 0,
     };
     log.push(entry);
+    // The client's Host goes through unchanged, as from a reverse proxy that passes it on
+    // (nginx `proxy_set_header Host $host`): the gateways' Host check (ALLOWED_HOSTS) sees what
+    // the client sent.
     const headers = forwardable(req.headers);
-    headers.host = target.host;
     const up = httpRequest(
       {
         protocol: target.protocol,

@@ -38,6 +38,7 @@ function fakeCtx(over: Partial<ToolContext> = {}): { ctx: ToolContext; calls: Ca
     async sleep(ms) {
       calls.push({ kind: 'sleep', ms });
     },
+    async log() {},
     settings: { researchPhaseMs: 20_000 },
     ...over,
   };

@@ -165,6 +165,12 @@ export function createStepProcessor(deps: ProcessorDeps) {
       principal: claim.owner,
       settings: deps.settings,
       sleep: (ms) => abortableSleep(ms, ac.signal),
+      // Worker steps have no response stream: a tool's log lines go to this service's log only
+      // (kit.ts `ToolContext.log`).
+      async log(level, data) {
+        const at = level === 'debug' ? 'debug' : level === 'info' || level === 'notice' ? 'info' : level === 'warning' ? 'warn' : 'error';
+        jobLog[at]({ toolLevel: level, data }, 'tool.log');
+      },
       async progress(done, total, message) {
         if (ac.signal.aborted || !Number.isFinite(done)) return;
         pending = { done, ...(total === undefined ? {} : { total }), ...(message === undefined ? {} : { message }) };

@@ -1,10 +1,22 @@
 /**
- * The `conformance` tool set: the fixtures the official suite's `tasks-*` scenarios call
- * (`@modelcontextprotocol/conformance@0.2.0-alpha.12`; see docs/conformance-fixtures.md).
- * Enabled by `MCP_TOOLSETS=...,conformance`.
+ * The `conformance` tool set: every fixture the official suite (`@modelcontextprotocol/
+ * conformance@0.2.0-alpha.12`) calls by name, so that its 2026-07-28 requirement set, the
+ * pending SEP-2243 / JSON Schema scenarios and the `tasks-*` scenarios can all run against this
+ * service (see docs/conformance-fixtures.md). Enabled by `MCP_TOOLSETS=...,conformance`; never
+ * in production.
+ *  - this file: the Tasks extension fixtures (`tasks-*`) and `test_tool_with_progress`, run by
+ *    workers like any tool;
+ *  - conformance-core.ts: content, errors, `x-mcp-header`, JSON Schema 2020-12, diagnostics;
+ *  - conformance-mrtr.ts: `input_required` fixtures;
+ *  - conformance-prompts.ts, conformance-resources.ts: prompts, resources, a template.
  */
 import { z } from 'zod';
-import { accepted, defineTool, elicitForm, inputRequired, textResult, ToolProtocolError } from '../kit.js';
+import { accepted, defineTool, elicitForm, inputRequired, textResult, ToolProtocolError, type ToolDefinition } from '../kit.js';
+import type { ToolsetModule } from '../index.js';
+import { conformanceCoreTools } from './conformance-core.js';
+import { conformanceMrtrTools } from './conformance-mrtr.js';
+import { conformancePrompts } from './conformance-prompts.js';
+import { conformanceResources, conformanceResourceTemplates } from './conformance-resources.js';
 
 export const greet = defineTool({
   name: 'greet',
@@ -158,3 +170,11 @@ export const testToolWithProgress = defineTool({
 });
 
 export const conformanceTools = [greet, slowCompute, failingJob, protocolErrorJob, confirmDelete, multiInput, testToolWithTask, testToolWithProgress];
+
+/** The whole set: tools (tasks fixtures first), prompts, resources. */
+export const conformanceToolset: ToolsetModule = {
+  tools: [...conformanceTools, ...conformanceCoreTools, ...conformanceMrtrTools] as unknown as ToolDefinition[],
+  prompts: conformancePrompts,
+  resources: conformanceResources,
+  resourceTemplates: conformanceResourceTemplates,
+};

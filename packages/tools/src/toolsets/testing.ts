@@ -6,7 +6,7 @@ import { appendFileSync, renameSync, writeFileSync } from 'node:fs';
 import { rename, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { z } from 'zod';
-import { accepted, defineTool, elicitForm, inputRequired, textResult, ToolProtocolError, type ToolResult } from '../kit.js';
+import { accepted, defineTool, elicitForm, inputRequired, mcpHeader, textResult, ToolProtocolError, type ToolResult } from '../kit.js';
 
 /** `slow_echo(seconds, text?)`: sleeps, then echoes. B-02, B-07, B-16. */
 export const slowEcho = defineTool({
@@ -210,4 +210,25 @@ export const confirmOnce = defineTool({
   },
 });
 
-export const testingTools = [slowEcho, askConfirm, progressSync, sideEffect, bigResult, throwError, crashInline, confirmOnce];
+/**
+ * `header_echo(region, count?, dry?, seconds?)`: a worker tool whose `region`, `count` and `dry`
+ * are mirrored into `Mcp-Param-Region`, `Mcp-Param-Count` and `Mcp-Param-Dry-Run` (SEP-2243),
+ * so the header checks can be tried on the synchronous and task lanes.
+ */
+export const headerEcho = defineTool({
+  name: 'header_echo',
+  description: 'Waits `seconds` (default 0), then echoes region, count and dry; they travel in Mcp-Param-* headers too (testing only).',
+  inputSchema: z.object({
+    region: mcpHeader('Region', z.string().max(200)),
+    count: mcpHeader('Count', z.number().int().min(-1_000_000).max(1_000_000)).optional(),
+    dry: mcpHeader('Dry-Run', z.boolean()).optional(),
+    seconds: z.number().min(0).max(60).optional(),
+  }),
+  taskSupport: 'optional',
+  async run({ region, count, dry, seconds }, ctx) {
+    if (seconds) await ctx.sleep(seconds * 1000);
+    return textResult(`region=${region} count=${count ?? '-'} dry=${dry ?? '-'}`, { structuredContent: { region, count: count ?? null, dry: dry ?? null } });
+  },
+});
+
+export const testingTools = [slowEcho, askConfirm, progressSync, sideEffect, bigResult, throwError, crashInline, confirmOnce, headerEcho];
