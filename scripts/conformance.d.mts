@@ -44,6 +44,8 @@ export interface ConformanceResult {
   scenarios: ScenarioResult[];
 }
 
+export declare function lockProblem(dir: string): string | null;
+export declare function nodeBinaryPath(): string;
 export declare function installProblem(): string | null;
 export declare function ensureInstalled(opts?: { log?: (line: string) => void }): void;
 export declare function runConformance(opts: {

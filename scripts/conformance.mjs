@@ -126,7 +126,8 @@ function readJson(file) {
   return JSON.parse(readFileSync(file, 'utf8'));
 }
 
-function nodeBinaryPath() {
+/** Path of the Node 22 binary that the npm package `node` installs in tools/conformance. */
+export function nodeBinaryPath() {
   const pkgFile = path.join(NODE_MODULES, 'node', 'package.json');
   let rel = 'bin/node';
   if (existsSync(pkgFile)) {
@@ -146,13 +147,19 @@ function suiteCliPath() {
   return path.join(NODE_MODULES, ...SUITE_PKG.split('/'), rel);
 }
 
-/** Returns null when tools/conformance/node_modules matches package-lock.json, else the reason. */
-export function installProblem() {
-  const lockFile = path.join(TOOLS_DIR, 'package-lock.json');
-  if (!existsSync(lockFile)) return `${TOOLS_DIR_REL}/package-lock.json is missing`;
-  if (!existsSync(NODE_MODULES)) return `${TOOLS_DIR_REL}/node_modules is missing`;
-  const hiddenLock = path.join(NODE_MODULES, '.package-lock.json');
-  if (!existsSync(hiddenLock)) return `${TOOLS_DIR_REL}/node_modules has no .package-lock.json (incomplete install)`;
+/**
+ * Returns null when `dir`/node_modules matches `dir`/package-lock.json (every locked package
+ * installed at the locked version and integrity), else the reason. Used for each isolated
+ * install under tools/ (this suite, and the Inspector in scripts/inspector.mjs).
+ */
+export function lockProblem(dir) {
+  const rel = path.relative(process.cwd(), dir) || '.';
+  const lockFile = path.join(dir, 'package-lock.json');
+  if (!existsSync(lockFile)) return `${rel}/package-lock.json is missing`;
+  const modules = path.join(dir, 'node_modules');
+  if (!existsSync(modules)) return `${rel}/node_modules is missing`;
+  const hiddenLock = path.join(modules, '.package-lock.json');
+  if (!existsSync(hiddenLock)) return `${rel}/node_modules has no .package-lock.json (incomplete install)`;
   let want;
   let have;
   try {
@@ -164,10 +171,22 @@ export function installProblem() {
   for (const [key, entry] of Object.entries(want)) {
     if (key === '') continue;
     const got = have[key];
-    if (!got) return `${key} is not installed`;
+    if (!got) {
+      // npm leaves optional packages for another OS or CPU out of node_modules.
+      if (entry.optional) continue;
+      return `${key} is not installed`;
+    }
     if (got.version !== entry.version) return `${key} is ${got.version}, lockfile wants ${entry.version}`;
     if (entry.integrity && got.integrity && got.integrity !== entry.integrity) return `${key} integrity differs from lockfile`;
   }
+  return null;
+}
+
+/** Returns null when tools/conformance/node_modules matches package-lock.json, else the reason. */
+export function installProblem() {
+  const problem = lockProblem(TOOLS_DIR);
+  if (problem) return problem;
+  const want = readJson(path.join(TOOLS_DIR, 'package-lock.json')).packages ?? {};
   const node = nodeBinaryPath();
   if (!existsSync(node)) return `Node 22 binary missing at ${show(node)} (the \`node\` package's install script did not run)`;
   const wantNode = want['node_modules/node']?.version;

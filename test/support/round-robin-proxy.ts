@@ -17,7 +17,7 @@ export interface RoundRobinProxy {
   /** Requests sent to each upstream, in `upstreams` order. */
   counts: number[];
   /** Every proxied request: which upstream served it and how it ended. */
-  log: { method: string; path: string; mcpMethod?: string; upstream: number; status: number }[];
+  log: { method: string; path: string; mcpMethod?: string; mcpName?: string; upstream: number; status: number }[];
   close(): Promise<void>;
 }
 
@@ -46,6 +46,7 @@ export async function startRoundRobinProxy(upstreams: string[]): Promise<RoundRo
       method: req.method ?? 'GET',
       path: req.url ?? '/',
       ...(typeof req.headers['mcp-method'] === 'string' ? { mcpMethod: req.headers['mcp-method'] } : {}),
+      ...(typeof req.headers['mcp-name'] === 'string' ? { mcpName: req.headers['mcp-name'] } : {}),
       upstream: i,
       status: 0,
     };
