@@ -17,15 +17,15 @@
  *
  * Budget profile: SYNC_BUDGET_MS_BY_TOOL = {"countdown":5000}: countdown(3) answers within it,
  * countdown(9) is handed off at 5 s and followed with task_status (design D1, case B-09d).
- * Takes about 40 s (cluster start, seven CLI runs of 1–11 s each).
+ * Takes about 25 s here (cluster start, six CLI runs of 1–10 s each).
  */
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import { startCluster, type Cluster } from '../support/cluster.js';
-import { startRoundRobinProxy, type ProxyLogEntry, type RoundRobinProxy } from '../support/round-robin-proxy.js';
+import { capturedMessages, startRoundRobinProxy, type ProxyLogEntry, type RoundRobinProxy } from '../support/round-robin-proxy.js';
 import { toolExchanges, toolResults, toolResultText, type MessagesRequest, type Step, type ToolExchange, type Turn } from '../support/anthropic-stub.js';
-import { claudeCodeBinary, CLAUDE_CODE_VERSION, runClaudePrint, SERVER_NAME, type ElicitationAnswer, type PrintRun } from '../support/claude-code.js';
+import { claudeCodeBinary, CLAUDE_CODE_VERSION, describeWire, runClaudePrint, SERVER_NAME, type ElicitationAnswer, type PrintRun } from '../support/claude-code.js';
 import { TASKS } from '../support/mcp.js';
 
 const BUDGET_MS = 5000;
@@ -54,36 +54,8 @@ interface Scenario {
 function describeRun(s: Scenario): string {
   const lines = [`exit ${s.run.code}${s.run.timedOut ? ' (timed out)' : ''} after ${s.run.durationMs} ms; stderr: ${s.run.stderr.slice(0, 500) || '(none)'}`];
   for (const x of s.exchanges) lines.push(`model → ${x.name} ${JSON.stringify(x.input)}\n  model read${x.isError ? ' (is_error)' : ''}: ${x.text === undefined ? '(no tool_result)' : JSON.stringify(x.text).slice(0, 600)}`);
-  lines.push('gateway requests:');
-  for (const e of s.wire) {
-    let meta: Record<string, any> = {};
-    let params: Record<string, any> = {};
-    try {
-      params = JSON.parse(e.body ?? '{}').params ?? {};
-      meta = params._meta ?? {};
-    } catch {
-      /* not JSON */
-    }
-    const caps = meta['io.modelcontextprotocol/clientCapabilities'];
-    lines.push(
-      `  ${e.method} ${e.mcpMethod ?? '-'} name=${e.headers?.['mcp-name'] ?? '-'} → upstream ${e.upstream} HTTP ${e.status}; ` +
-        `auth=${e.headers?.authorization === `Bearer ${TOKEN}` ? 'Bearer <token, expanded>' : JSON.stringify(e.headers?.authorization)}; ` +
-        `ua=${e.headers?.['user-agent']}; caps=${JSON.stringify(caps)}` +
-        (meta.progressToken !== undefined ? `; progressToken=${meta.progressToken}` : '') +
-        (params.inputResponses ? `; inputResponses=${JSON.stringify(params.inputResponses)}; requestState=${params.requestState ? 'echoed' : 'absent'}` : ''),
-    );
-  }
+  lines.push('gateway requests:', ...describeWire(s.wire, TOKEN));
   return lines.join('\n');
-}
-
-/** The JSON-RPC messages of a captured response (JSON or SSE). */
-function responseMessages(e: ProxyLogEntry): Record<string, any>[] {
-  const text = e.response ?? '';
-  if (text.trimStart().startsWith('{')) return [JSON.parse(text)];
-  return text
-    .split('\n')
-    .filter((l) => l.startsWith('data:'))
-    .map((l) => JSON.parse(l.slice(5)));
 }
 
 describe(`Claude Code ${CLAUDE_CODE_VERSION} in print mode (-p) against 2 gateways + 2 workers behind a no-affinity proxy`, () => {
@@ -170,7 +142,7 @@ describe(`Claude Code ${CLAUDE_CODE_VERSION} in print mode (-p) against 2 gatewa
       const calls = s.wire.filter((e) => e.mcpMethod === 'tools/call');
       assert.equal(calls.length, 1, describeRun(s));
       const token = JSON.parse(calls[0]!.body!).params._meta.progressToken;
-      const msgs = responseMessages(calls[0]!);
+      const msgs = capturedMessages(calls[0]!);
       const progress = msgs.filter((m) => m.method === 'notifications/progress').map((m) => m.params);
       assert.deepEqual(progress.map((p) => [p.progressToken, p.progress, p.total]), [[token, 1, 3], [token, 2, 3], [token, 3, 3]], calls[0]!.response);
       assert.equal(msgs.at(-1)?.result?.content?.[0]?.text, 'Countdown from 3 finished.');
@@ -187,7 +159,7 @@ describe(`Claude Code ${CLAUDE_CODE_VERSION} in print mode (-p) against 2 gatewa
       assertCompleted(s, 'deep_research');
       const calls = s.wire.filter((e) => e.mcpMethod === 'tools/call').map((e) => ({ e, body: JSON.parse(e.body!) }));
       assert.equal(calls.length, 2, describeRun(s));
-      const first = responseMessages(calls[0]!.e).at(-1)!.result;
+      const first = capturedMessages(calls[0]!.e).at(-1)!.result;
       assert.equal(first.resultType, 'input_required');
       const key = Object.keys(first.inputRequests)[0]!;
       assert.deepEqual(calls[1]!.body.params.inputResponses, { [key]: { action: 'cancel' } });
@@ -281,7 +253,7 @@ describe(`Claude Code ${CLAUDE_CODE_VERSION} in print mode (-p) against 2 gatewa
       const call = assertCompleted(s, 'countdown', ['countdown', 'task_status']);
       assert.ok(taskId, `a task id in the hand-off: ${describeRun(s)}`);
       const handOff = s.wire.find((e) => e.mcpMethod === 'tools/call' && e.headers?.['mcp-name'] === 'countdown')!;
-      const sent = responseMessages(handOff).at(-1)!.result;
+      const sent = capturedMessages(handOff).at(-1)!.result;
       assert.equal(sent.structuredContent?.taskId, taskId, handOff.response);
       const heldMs = handOff.endedAt! - handOff.at;
       assert.ok(heldMs >= BUDGET_MS && heldMs < 9000, `handed off at the budget: the call was held ${heldMs} ms`);

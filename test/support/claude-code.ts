@@ -25,6 +25,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { ROOT, sleep } from './cluster.js';
 import { startAnthropicStub, type AnthropicStub, type RecordedRequest, type Step, type Turn } from './anthropic-stub.js';
+import { startTerminal, type Terminal } from './tmux.js';
+import type { ProxyLogEntry } from './round-robin-proxy.js';
 
 /** The pinned version (tools/claude-code/package.json). */
 export const CLAUDE_CODE_VERSION = '2.1.328';
@@ -259,4 +261,86 @@ export async function runClaudePrint(o: PrintRunOptions): Promise<PrintRun> {
     await stub.close();
     ws.cleanup();
   }
+}
+
+export interface InteractiveOptions {
+  script: Step[];
+  after?: Turn;
+  mcpUrl: string;
+  token: string;
+  env?: Record<string, string>;
+  cols?: number;
+  rows?: number;
+}
+
+export interface InteractiveSession {
+  term: Terminal;
+  stub: AnthropicStub;
+  workspace: ClaudeWorkspace;
+  /** Types `text` at the prompt and presses Enter. */
+  prompt(text: string): void;
+  /** Ends the CLI (kills its process group), the stub and the workspace. */
+  close(): Promise<void>;
+}
+
+/**
+ * Starts the interactive CLI (`claude`, no arguments) in a tmux terminal, in a fresh workspace
+ * with a fresh model stub, and waits for its prompt. The caller drives it with `term.keys()`
+ * and reads `term.screen()`; `close()` always cleans up (call it in `after`).
+ */
+export async function startClaudeInteractive(o: InteractiveOptions): Promise<InteractiveSession> {
+  const bin = await claudeCodeBinary();
+  const stub = await startAnthropicStub({ script: o.script, ...(o.after ? { after: o.after } : {}) });
+  const workspace = claudeWorkspace({ mcpUrl: o.mcpUrl, modelUrl: stub.origin, token: o.token, env: { TERM: 'xterm-256color', ...o.env } });
+  let term: Terminal | undefined;
+  const close = async () => {
+    term?.close();
+    await stub.close();
+    workspace.cleanup();
+  };
+  try {
+    term = startTerminal([bin], { cwd: workspace.project, env: workspace.env, cols: o.cols ?? 160, rows: o.rows ?? 50 });
+    // The input box is drawn when the CLI is ready (and its MCP servers are connected).
+    await term.waitScreen(/^❯\s/m, 30_000, 'the prompt');
+  } catch (e) {
+    await close();
+    throw e;
+  }
+  const t = term;
+  return {
+    term: t,
+    stub,
+    workspace,
+    prompt(text) {
+      t.keys([text], { literal: true });
+      t.keys(['Enter']);
+    },
+    close,
+  };
+}
+
+/**
+ * One line per request Claude Code sent through the capturing proxy: MCP method and name, which
+ * gateway, status, whether `Authorization` arrived as `Bearer <token>` (expanded from the
+ * environment), User-Agent, the declared clientCapabilities, progressToken and MRTR answers.
+ */
+export function describeWire(entries: ProxyLogEntry[], token: string): string[] {
+  return entries.map((e) => {
+    let params: Record<string, any> = {};
+    try {
+      params = (JSON.parse(e.body ?? '{}') as { params?: Record<string, any> }).params ?? {};
+    } catch {
+      /* not JSON */
+    }
+    const meta: Record<string, any> = params._meta ?? {};
+    const auth = e.headers?.authorization;
+    return (
+      `  ${new Date(e.at).toISOString().slice(11, 23)} ${e.method} ${e.mcpMethod ?? '-'} name=${e.headers?.['mcp-name'] ?? '-'} → gateway ${e.upstream} HTTP ${e.status}; ` +
+      `auth=${auth === `Bearer ${token}` ? 'Bearer <token, expanded>' : JSON.stringify(auth)}; ua=${e.headers?.['user-agent']}; ` +
+      `caps=${JSON.stringify(meta['io.modelcontextprotocol/clientCapabilities'])}` +
+      (meta.progressToken !== undefined ? `; progressToken=${meta.progressToken}` : '') +
+      (params.inputResponses ? `; inputResponses=${JSON.stringify(params.inputResponses)}` : '') +
+      (params.requestState ? '; requestState echoed' : '')
+    );
+  });
 }

@@ -142,3 +142,13 @@ export async function startRoundRobinProxy(upstreams: string[], opts: RoundRobin
       }),
   };
 }
+
+/** The JSON-RPC messages of a captured response, whether a JSON body or an SSE stream (`data:` lines). */
+export function capturedMessages(e: ProxyLogEntry): Record<string, any>[] {
+  const text = e.response ?? '';
+  if (text.trimStart().startsWith('{')) return [JSON.parse(text) as Record<string, any>];
+  return text
+    .split('\n')
+    .filter((l) => l.startsWith('data:'))
+    .map((l) => JSON.parse(l.slice(5)) as Record<string, any>);
+}
