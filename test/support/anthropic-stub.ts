@@ -7,9 +7,9 @@
  * `content_block_start`, `content_block_delta`, `content_block_stop`, `message_delta`,
  * `message_stop`) or as one JSON message otherwise. A turn is a text answer or a `tool_use` block
  * (name, input); a turn may be a function of the request, so a test can read an id out of the
- * previous `tool_result` and script the next call with it. Requests without tools (Claude Code's
- * side requests: title generation and the like) get a short text answer and do not consume the
- * script. `POST /v1/messages/count_tokens` answers an estimate; any other path answers an
+ * previous `tool_result` and script the next call with it. Requests without tools (side requests
+ * such as title generation; Claude Code 2.1.328 sent none in these tests, with non-essential
+ * traffic off) get a short text answer and do not consume the script. `POST /v1/messages/count_tokens` answers an estimate; any other path answers an
  * Anthropic-shaped 404. Every request (path, headers, parsed body) is recorded, so a test can
  * assert what the model received: the `tool_result` blocks of the next request.
  *

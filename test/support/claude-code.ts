@@ -16,8 +16,13 @@
  *    clients.md §0.7) and appends the question it got to `HOME/elicitations.jsonl`.
  * The CLI's environment is built from scratch (no variable of the calling process leaks in):
  * `ANTHROPIC_BASE_URL` = the stub, a dummy `ANTHROPIC_API_KEY`, telemetry, error reporting,
- * auto-update and all non-essential traffic off. Measured with strace on 2.1.328: the only
- * connections it opens are to the stub and to the MCP URL, both on 127.0.0.1.
+ * auto-update and all non-essential traffic off, and no automatic install of the official
+ * plugin marketplace (without CLAUDE_CODE_DISABLE_OFFICIAL_MARKETPLACE_AUTOINSTALL the
+ * interactive CLI runs `git` over https and ssh to github.com and `ssh -T git@github.com`, i.e.
+ * DNS queries off the machine, even with non-essential traffic off). Measured with
+ * `strace -f -e trace=execve,connect,sendto` on 2.1.328, print and interactive mode: the only
+ * sockets it opens are to the stub and to the MCP URL, both on 127.0.0.1; its child processes
+ * are local (`git ls-files`/`rev-parse`, its bundled `rg`, `ps aux` for IDE detection).
  */
 import { spawn, spawnSync } from 'node:child_process';
 import { closeSync, existsSync, mkdirSync, mkdtempSync, openSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -142,6 +147,7 @@ export function claudeWorkspace(o: WorkspaceOptions): ClaudeWorkspace {
     DISABLE_ERROR_REPORTING: '1',
     DISABLE_AUTOUPDATER: '1',
     CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC: '1',
+    CLAUDE_CODE_DISABLE_OFFICIAL_MARKETPLACE_AUTOINSTALL: '1',
     MCP_TASKS_TOKEN: o.token,
     ...o.env,
   };
