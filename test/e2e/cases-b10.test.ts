@@ -241,7 +241,7 @@ describe('B-10 (d): SIGTERM a gateway holding an open listen stream, behind ngin
     await assert.rejects(getDirect(g.port!, '/healthz'), /ECONNREFUSED/);
     for (let i = 0; i < 4; i++) {
       const r = await callTool(n.url, 'add', { a: i, b: 1 }, { tasks: false });
-      assert.equal(r.body.result?.content?.[0]?.text, String(i + 1), JSON.stringify(r.body));
+      assert.equal(r.body.result?.content?.[0]?.text, `${i} + 1 = ${i + 1}`, JSON.stringify(r.body));
     }
     // The client can re-open the subscription on the surviving replica.
     const again = await listen(n.url, taskId, `${listenId}-again`);
@@ -363,7 +363,7 @@ describe('B-10 (a)(b)(c): idle and streaming SSE through nginx (proxy_read_timeo
     const t = await trickle;
     assert.equal(t.earlyBytes, '', `nothing was sent back while the body was still arriving (${t.heldMs} ms): ${t.earlyBytes.slice(0, 200)}`);
     assert.match(t.raw, /^HTTP\/1\.1 200/, t.raw.slice(0, 300));
-    assert.match(t.raw, /"text":"42"/, t.raw.slice(0, 600));
+    assert.match(t.raw, /"text":"2 \+ 40 = 42"/, t.raw.slice(0, 600));
     assert.ok(t.heldMs >= NODE_DEFAULT_REQUEST_TIMEOUT_MS + NODE_CONNECTIONS_CHECK_MS);
   });
 

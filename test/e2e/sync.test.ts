@@ -158,7 +158,7 @@ describe('synchronous calls (no Tasks extension on the request)', () => {
 
   it('add answers inline; unknown tools and bad arguments give -32602', async () => {
     const r = await callTool(c.urls[0]!, 'add', { a: 2, b: 40 }, { tasks: false });
-    assert.equal(r.body.result?.content[0].text, '42');
+    assert.equal(r.body.result?.content[0].text, '2 + 40 = 42');
     assert.equal((await callTool(c.urls[0]!, 'nope', {})).body.error?.code, -32602);
     assert.equal((await callTool(c.urls[0]!, 'countdown', { seconds: 99 })).body.error?.code, -32602);
     const list = await rpc(c.urls[1]!, 'tools/list', {});
