@@ -11,13 +11,21 @@
  * `structuredContent` when a result has it (§0.6) — the assertions below state what the model
  * must read (the report, the hand-off's instruction), whatever shape the result takes.
  *
- * The cluster gets `AUTH_API_KEYS=alice:<token>` and the CLI the same token as MCP_TASKS_TOKEN
- * (expanded by Claude Code into `Authorization: Bearer …` from `.mcp.json`): ignored by the
- * gateway until authentication lands, after which this test runs unchanged.
+ * Authentication is real (issue 10: "Claude Code's HTTP connector sends Authorization from
+ * .mcp.json headers … a bearer API key through two gateways"): the cluster has
+ * `AUTH_API_KEYS=alice:<token>,bob:<other>` (so no anonymous access, even on loopback) and the
+ * CLI gets the token only as MCP_TASKS_TOKEN, which Claude Code expands into
+ * `Authorization: Bearer …` from the `.mcp.json` header `Bearer ${MCP_TASKS_TOKEN}`. Every
+ * request must arrive with it, the gateways must serve it as principal `key:alice` (the task a
+ * call hands off is owned by `key:alice`), and (e) a wrong token must leave Claude Code without
+ * the server's tools: `server/discover` needs no credentials (200), `tools/list` answers 401
+ * `invalid_token`, and Claude Code sends nothing more (no retry, no OAuth discovery: the
+ * challenge names no `resource_metadata` without PUBLIC_URL); it lists the server as
+ * "Needs authentication" and the model's tool search finds no tool of it.
  *
  * Budget profile: SYNC_BUDGET_MS_BY_TOOL = {"countdown":5000}: countdown(3) answers within it,
  * countdown(9) is handed off at 5 s and followed with task_status (design D1, case B-09d).
- * Takes about 25 s here (cluster start, six CLI runs of 1–10 s each).
+ * Takes about 30 s here (cluster start, seven CLI runs of 1–10 s each).
  */
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
@@ -25,11 +33,13 @@ import { randomBytes } from 'node:crypto';
 import { startCluster, type Cluster } from '../support/cluster.js';
 import { capturedMessages, startRoundRobinProxy, type ProxyLogEntry, type RoundRobinProxy } from '../support/round-robin-proxy.js';
 import { toolExchanges, toolResults, toolResultText, type MessagesRequest, type Step, type ToolExchange, type Turn } from '../support/anthropic-stub.js';
-import { claudeCodeBinary, CLAUDE_CODE_VERSION, describeWire, runClaudePrint, SERVER_NAME, type ElicitationAnswer, type PrintRun } from '../support/claude-code.js';
-import { TASKS } from '../support/mcp.js';
+import { claudeCodeBinary, CLAUDE_CODE_VERSION, claudeMcpList, describeWire, runClaudePrint, SERVER_NAME, type ElicitationAnswer, type PrintRun } from '../support/claude-code.js';
+import { getTask, rpc, TASKS } from '../support/mcp.js';
 
 const BUDGET_MS = 5000;
 const TOKEN = `mcp-test-${randomBytes(16).toString('hex')}`;
+/** Another principal's key (bob): a task of alice's must be unknown to it. */
+const OTHER_TOKEN = `mcp-test-${randomBytes(16).toString('hex')}`;
 const UUID = /[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}/;
 
 const mcpTool = (name: string) => `mcp__${SERVER_NAME}__${name}`;
@@ -53,7 +63,7 @@ interface Scenario {
 /** A readable account of a run, for assertion messages and the test log. */
 function describeRun(s: Scenario): string {
   const lines = [`exit ${s.run.code}${s.run.timedOut ? ' (timed out)' : ''} after ${s.run.durationMs} ms; stderr: ${s.run.stderr.slice(0, 500) || '(none)'}`];
-  for (const x of s.exchanges) lines.push(`model → ${x.name} ${JSON.stringify(x.input)}\n  model read${x.isError ? ' (is_error)' : ''}: ${x.text === undefined ? '(no tool_result)' : JSON.stringify(x.text).slice(0, 600)}`);
+  for (const x of s.exchanges) lines.push(`model → ${x.name} ${JSON.stringify(x.input)}\n  model read${x.isError ? ' (is_error)' : ''}: ${x.text === undefined ? '(no tool_result)' : JSON.stringify(x.text).slice(0, 1500)}`);
   lines.push('gateway requests:', ...describeWire(s.wire, TOKEN));
   return lines.join('\n');
 }
@@ -64,8 +74,17 @@ describe(`Claude Code ${CLAUDE_CODE_VERSION} in print mode (-p) against 2 gatewa
 
   before(async () => {
     await claudeCodeBinary(); // installs tools/claude-code on first use
-    c = await startCluster({ gateways: 2, workers: 2, env: { SYNC_BUDGET_MS_BY_TOOL: JSON.stringify({ countdown: BUDGET_MS }), AUTH_API_KEYS: `alice:${TOKEN}` } });
+    c = await startCluster({ gateways: 2, workers: 2, env: { SYNC_BUDGET_MS_BY_TOOL: JSON.stringify({ countdown: BUDGET_MS }), AUTH_API_KEYS: `alice:${TOKEN},bob:${OTHER_TOKEN}` } });
     proxy = await startRoundRobinProxy(c.urls, { capture: true });
+  });
+
+  it('the cluster enforces the API keys on both gateways (no anonymous access on loopback once keys are configured)', async () => {
+    for (const url of c.urls) {
+      const anonymous = await rpc(url, 'tools/list', {});
+      assert.equal(anonymous.status, 401, JSON.stringify(anonymous.body));
+      const alice = await rpc(url, 'tools/list', {}, { token: TOKEN });
+      assert.equal(alice.status, 200, JSON.stringify(alice.body));
+    }
   });
   after(async () => {
     await proxy?.close();
@@ -73,9 +92,9 @@ describe(`Claude Code ${CLAUDE_CODE_VERSION} in print mode (-p) against 2 gatewa
   });
 
   /** Runs the CLI with a script and returns it with the gateway requests of its time window. */
-  async function scenario(prompt: string, script: Step[], o: { elicitation?: ElicitationAnswer; timeoutMs?: number } = {}): Promise<Scenario> {
+  async function scenario(prompt: string, script: Step[], o: { elicitation?: ElicitationAnswer; timeoutMs?: number; token?: string } = {}): Promise<Scenario> {
     const from = proxy.log.length;
-    const run = await runClaudePrint({ prompt, script, mcpUrl: proxy.url, token: TOKEN, timeoutMs: o.timeoutMs ?? 90_000, ...(o.elicitation ? { elicitation: o.elicitation } : {}) });
+    const run = await runClaudePrint({ prompt, script, mcpUrl: proxy.url, token: o.token ?? TOKEN, timeoutMs: o.timeoutMs ?? 90_000, ...(o.elicitation ? { elicitation: o.elicitation } : {}) });
     const s = { run, wire: proxy.log.slice(from), exchanges: toolExchanges(run.mainRequests) };
     console.log(`--- claude -p "${prompt}"\n${describeRun(s)}`);
     return s;
@@ -268,6 +287,17 @@ describe(`Claude Code ${CLAUDE_CODE_VERSION} in print mode (-p) against 2 gatewa
       assert.equal(s.run.mainRequests.at(-1)?.served.kind, 'script');
     });
 
+    it('the gateways served Claude Code as principal key:alice (its bearer): the handed-off task is alice\'s, unknown to bob', async () => {
+      assert.ok(taskId, describeRun(s));
+      assert.equal(await c.redis.hget(`${c.prefix}:{t:${taskId}}:task`, 'owner'), 'key:alice');
+      for (const url of c.urls) {
+        const mine = await getTask(url, taskId!, { token: TOKEN });
+        assert.equal(mine.body.result?.status, 'completed', JSON.stringify(mine.body));
+        const bobs = await getTask(url, taskId!, { token: OTHER_TOKEN });
+        assert.equal(bobs.body.error?.code, -32602, JSON.stringify(bobs.body));
+      }
+    });
+
     it('the hand-off reaches the model as an instruction: the task id, that it continues in the background, and to call task_status', () => {
       const call = s.exchanges.find((x) => x.name === mcpTool('countdown'));
       const text = call?.text ?? '';
@@ -285,6 +315,46 @@ describe(`Claude Code ${CLAUDE_CODE_VERSION} in print mode (-p) against 2 gatewa
         assert.match(w.text!, /\d\/9 s/, 'the latest progress');
         assert.match(w.text!, /task_status/, `the model must read when to check again; it read: ${JSON.stringify(w.text)}`);
       }
+    });
+  });
+
+  describe('(e) a wrong token in MCP_TASKS_TOKEN: Claude Code cannot use the server', () => {
+    const WRONG = `mcp-test-${randomBytes(16).toString('hex')}`;
+    let s: Scenario;
+    let listed: { code: number | null; stdout: string };
+    before(async () => {
+      s = await scenario('Count down from 1.', [load('countdown'), use('countdown', { seconds: 1 }), { text: 'The countdown tool is not available.' }], { token: WRONG });
+      const from = proxy.log.length;
+      listed = await claudeMcpList({ mcpUrl: proxy.url, token: WRONG });
+      console.log(`--- claude mcp list (wrong token): exit ${listed.code}\n${listed.stdout}\n${describeWire(proxy.log.slice(from), TOKEN).join('\n')}`);
+    });
+
+    it('server/discover (no credentials needed) then tools/list refused 401 invalid_token on the other gateway; nothing more is sent', () => {
+      const why = describeRun(s);
+      assert.deepEqual(s.wire.map((e) => [e.mcpMethod, e.status]), [['server/discover', 200], ['tools/list', 401]], why);
+      assert.deepEqual(new Set(s.wire.map((e) => e.upstream)), new Set([0, 1]), why);
+      for (const e of s.wire) assert.equal(e.headers?.authorization, `Bearer ${WRONG}`, `the wrong token, expanded from the environment: ${why}`);
+      const refusal = capturedMessages(s.wire[1]!).at(-1)!;
+      assert.equal(refusal.error?.code, -32600, s.wire[1]!.response);
+      assert.equal(refusal.error?.data?.error, 'invalid_token', s.wire[1]!.response);
+    });
+
+    it('the model finds no tool of the server (tool search: none; the call: "No such tool available"); the CLI still ends normally', () => {
+      const why = describeRun(s);
+      assert.equal(s.run.timedOut, false, why);
+      assert.equal(s.run.code, 0, why);
+      assert.deepEqual(s.run.scriptErrors, [], why);
+      assert.equal(s.exchanges[0]?.name, 'ToolSearch', why);
+      assert.match(s.exchanges[0]?.text ?? '', /No matching deferred tools found/, why);
+      const call = s.exchanges.find((x) => x.name === mcpTool('countdown'));
+      assert.equal(call?.isError, true, why);
+      assert.match(call?.text ?? '', /No such tool available: mcp__tasks__countdown/, why);
+      assert.ok(!s.run.mainRequests[1]?.body?.tools?.some((t) => t.name.startsWith(`mcp__${SERVER_NAME}__`)), `no tool of the server offered to the model: ${why}`);
+    });
+
+    it('`claude mcp list` shows the server as "Needs authentication"', () => {
+      assert.equal(listed.code, 0, listed.stdout);
+      assert.match(listed.stdout, new RegExp(`^${SERVER_NAME}: .*Needs authentication`, 'm'), listed.stdout);
     });
   });
 });

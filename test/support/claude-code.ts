@@ -269,6 +269,40 @@ export async function runClaudePrint(o: PrintRunOptions): Promise<PrintRun> {
   }
 }
 
+/**
+ * Runs `claude mcp list` (Claude Code's health check of the configured servers: it connects to
+ * each, prints one line per server, e.g. `tasks: <url> (HTTP) - ✓ Connected` or
+ * `- ! Needs authentication`) in a fresh workspace with `token` as MCP_TASKS_TOKEN. Bounded by
+ * `timeoutMs` (default 60000 ms; then SIGKILL to its process group).
+ */
+export async function claudeMcpList(o: { mcpUrl: string; token: string; timeoutMs?: number }): Promise<{ code: number | null; stdout: string }> {
+  const bin = await claudeCodeBinary();
+  // No model request is expected; the stub is there so that any would stay on loopback.
+  const stub = await startAnthropicStub({ script: [] });
+  const ws = claudeWorkspace({ mcpUrl: o.mcpUrl, modelUrl: stub.origin, token: o.token });
+  try {
+    const child = spawn(bin, ['mcp', 'list'], { cwd: ws.project, env: ws.env, stdio: ['ignore', 'pipe', 'pipe'], detached: true });
+    let stdout = '';
+    child.stdout!.setEncoding('utf8').on('data', (d: string) => (stdout += d));
+    child.stderr!.setEncoding('utf8').on('data', (d: string) => (stdout += d));
+    const kill = () => {
+      try {
+        process.kill(-child.pid!, 'SIGKILL');
+      } catch {
+        /* gone */
+      }
+    };
+    const timer = setTimeout(kill, o.timeoutMs ?? 60_000);
+    const code = await new Promise<number | null>((resolve) => child.once('close', (c) => resolve(c)));
+    clearTimeout(timer);
+    kill();
+    return { code, stdout };
+  } finally {
+    await stub.close();
+    ws.cleanup();
+  }
+}
+
 export interface InteractiveOptions {
   script: Step[];
   after?: Turn;
