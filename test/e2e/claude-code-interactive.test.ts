@@ -264,4 +264,8 @@ describe(`Claude Code ${CLAUDE_CODE_VERSION} interactive (tmux) against 2 gatewa
       await step(from, cc.term.waitScreen(/No tasks currently running/, 5000, 'the empty task panel'));
     });
   });
+
+  it('nothing was tried off loopback during the session (the tripwire proxy saw no request)', () => {
+    assert.deepEqual(cc.offLoopback(), [], explain());
+  });
 });

@@ -108,6 +108,7 @@ describe(`Claude Code ${CLAUDE_CODE_VERSION} in print mode (-p) against 2 gatewa
     assert.deepEqual(s.run.scriptErrors, [], why);
     assert.equal(s.run.result?.is_error, false, why);
     assert.deepEqual(s.run.result?.permission_denials, [], `no permission prompt in print mode: ${why}`);
+    assert.deepEqual(s.run.offLoopback, [], `nothing tried off loopback: ${why}`);
     // Tool search loaded the deferred MCP tool: the next request offers it to the model.
     const search = s.exchanges[0]!;
     assert.equal(search.name, 'ToolSearch', why);
@@ -321,7 +322,7 @@ describe(`Claude Code ${CLAUDE_CODE_VERSION} in print mode (-p) against 2 gatewa
   describe('(e) a wrong token in MCP_TASKS_TOKEN: Claude Code cannot use the server', () => {
     const WRONG = `mcp-test-${randomBytes(16).toString('hex')}`;
     let s: Scenario;
-    let listed: { code: number | null; stdout: string };
+    let listed: { code: number | null; stdout: string; offLoopback: string[] };
     before(async () => {
       s = await scenario('Count down from 1.', [load('countdown'), use('countdown', { seconds: 1 }), { text: 'The countdown tool is not available.' }], { token: WRONG });
       const from = proxy.log.length;
@@ -344,6 +345,7 @@ describe(`Claude Code ${CLAUDE_CODE_VERSION} in print mode (-p) against 2 gatewa
       assert.equal(s.run.timedOut, false, why);
       assert.equal(s.run.code, 0, why);
       assert.deepEqual(s.run.scriptErrors, [], why);
+      assert.deepEqual(s.run.offLoopback, [], `nothing tried off loopback (no OAuth discovery elsewhere either): ${why}`);
       assert.equal(s.exchanges[0]?.name, 'ToolSearch', why);
       assert.match(s.exchanges[0]?.text ?? '', /No matching deferred tools found/, why);
       const call = s.exchanges.find((x) => x.name === mcpTool('countdown'));
@@ -354,6 +356,7 @@ describe(`Claude Code ${CLAUDE_CODE_VERSION} in print mode (-p) against 2 gatewa
 
     it('`claude mcp list` shows the server as "Needs authentication"', () => {
       assert.equal(listed.code, 0, listed.stdout);
+      assert.deepEqual(listed.offLoopback, []);
       assert.match(listed.stdout, new RegExp(`^${SERVER_NAME}: .*Needs authentication`, 'm'), listed.stdout);
     });
   });

@@ -23,6 +23,10 @@
  * `strace -f -e trace=execve,connect,sendto` on 2.1.328, print and interactive mode: the only
  * sockets it opens are to the stub and to the MCP URL, both on 127.0.0.1; its child processes
  * are local (`git ls-files`/`rev-parse`, its bundled `rg`, `ps aux` for IDE detection).
+ * Every run also has a tripwire (tripwire-proxy.ts) as `HTTPS_PROXY`/`HTTP_PROXY`, loopback in
+ * `NO_PROXY`: whatever the CLI tries to reach off the machine through its HTTP client is
+ * recorded in `offLoopback` (the tests assert it is empty) and refused. Without the variables
+ * above it records `CONNECT api.anthropic.com:443` at once (measured on 2.1.328).
  */
 import { spawn, spawnSync } from 'node:child_process';
 import { closeSync, existsSync, mkdirSync, mkdtempSync, openSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -31,6 +35,7 @@ import { join } from 'node:path';
 import { ROOT, sleep } from './cluster.js';
 import { startAnthropicStub, type AnthropicStub, type RecordedRequest, type Step, type Turn } from './anthropic-stub.js';
 import { startTerminal, type Terminal } from './tmux.js';
+import { startTripwire } from './tripwire-proxy.js';
 import type { ProxyLogEntry } from './round-robin-proxy.js';
 
 /** The pinned version (tools/claude-code/package.json). */
@@ -203,6 +208,8 @@ export interface PrintRun {
   scriptErrors: Error[];
   /** The questions the Elicitation hook answered (only with `elicitation`). */
   elicitations: Record<string, any>[];
+  /** What the CLI tried to reach off loopback (the tripwire's record; must stay empty). */
+  offLoopback: string[];
 }
 
 /**
@@ -213,7 +220,8 @@ export interface PrintRun {
 export async function runClaudePrint(o: PrintRunOptions): Promise<PrintRun> {
   const bin = await claudeCodeBinary();
   const stub: AnthropicStub = await startAnthropicStub({ script: o.script, ...(o.after ? { after: o.after } : {}) });
-  const ws = claudeWorkspace({ mcpUrl: o.mcpUrl, modelUrl: stub.origin, token: o.token, ...(o.env ? { env: o.env } : {}), ...(o.elicitation ? { elicitation: o.elicitation } : {}) });
+  const tripwire = await startTripwire();
+  const ws = claudeWorkspace({ mcpUrl: o.mcpUrl, modelUrl: stub.origin, token: o.token, env: { ...tripwire.env, ...o.env }, ...(o.elicitation ? { elicitation: o.elicitation } : {}) });
   const started = Date.now();
   try {
     const child = spawn(bin, ['-p', o.prompt, '--output-format', 'json', '--no-session-persistence'], {
@@ -262,9 +270,11 @@ export async function runClaudePrint(o: PrintRunOptions): Promise<PrintRun> {
       mainRequests: stub.mainRequests(),
       scriptErrors: stub.errors,
       elicitations: ws.elicitations(),
+      offLoopback: [...tripwire.attempts],
     };
   } finally {
     await stub.close();
+    await tripwire.close();
     ws.cleanup();
   }
 }
@@ -275,11 +285,12 @@ export async function runClaudePrint(o: PrintRunOptions): Promise<PrintRun> {
  * `- ! Needs authentication`) in a fresh workspace with `token` as MCP_TASKS_TOKEN. Bounded by
  * `timeoutMs` (default 60000 ms; then SIGKILL to its process group).
  */
-export async function claudeMcpList(o: { mcpUrl: string; token: string; timeoutMs?: number }): Promise<{ code: number | null; stdout: string }> {
+export async function claudeMcpList(o: { mcpUrl: string; token: string; timeoutMs?: number }): Promise<{ code: number | null; stdout: string; offLoopback: string[] }> {
   const bin = await claudeCodeBinary();
   // No model request is expected; the stub is there so that any would stay on loopback.
   const stub = await startAnthropicStub({ script: [] });
-  const ws = claudeWorkspace({ mcpUrl: o.mcpUrl, modelUrl: stub.origin, token: o.token });
+  const tripwire = await startTripwire();
+  const ws = claudeWorkspace({ mcpUrl: o.mcpUrl, modelUrl: stub.origin, token: o.token, env: tripwire.env });
   try {
     const child = spawn(bin, ['mcp', 'list'], { cwd: ws.project, env: ws.env, stdio: ['ignore', 'pipe', 'pipe'], detached: true });
     let stdout = '';
@@ -296,9 +307,10 @@ export async function claudeMcpList(o: { mcpUrl: string; token: string; timeoutM
     const code = await new Promise<number | null>((resolve) => child.once('close', (c) => resolve(c)));
     clearTimeout(timer);
     kill();
-    return { code, stdout };
+    return { code, stdout, offLoopback: [...tripwire.attempts] };
   } finally {
     await stub.close();
+    await tripwire.close();
     ws.cleanup();
   }
 }
@@ -317,6 +329,8 @@ export interface InteractiveSession {
   term: Terminal;
   stub: AnthropicStub;
   workspace: ClaudeWorkspace;
+  /** What the CLI tried to reach off loopback so far (the tripwire's record; must stay empty). */
+  offLoopback(): string[];
   /** Types `text` at the prompt and presses Enter. */
   prompt(text: string): void;
   /** Ends the CLI (kills its process group), the stub and the workspace. */
@@ -331,11 +345,13 @@ export interface InteractiveSession {
 export async function startClaudeInteractive(o: InteractiveOptions): Promise<InteractiveSession> {
   const bin = await claudeCodeBinary();
   const stub = await startAnthropicStub({ script: o.script, ...(o.after ? { after: o.after } : {}) });
-  const workspace = claudeWorkspace({ mcpUrl: o.mcpUrl, modelUrl: stub.origin, token: o.token, env: { TERM: 'xterm-256color', ...o.env } });
+  const tripwire = await startTripwire();
+  const workspace = claudeWorkspace({ mcpUrl: o.mcpUrl, modelUrl: stub.origin, token: o.token, env: { TERM: 'xterm-256color', ...tripwire.env, ...o.env } });
   let term: Terminal | undefined;
   const close = async () => {
     term?.close();
     await stub.close();
+    await tripwire.close();
     workspace.cleanup();
   };
   try {
@@ -351,6 +367,7 @@ export async function startClaudeInteractive(o: InteractiveOptions): Promise<Int
     term: t,
     stub,
     workspace,
+    offLoopback: () => [...tripwire.attempts],
     prompt(text) {
       t.keys([text], { literal: true });
       t.keys(['Enter']);
