@@ -17,7 +17,11 @@
  * The token goes to the CLI as MCP_TASKS_TOKEN (`.mcp.json` header `Bearer ${MCP_TASKS_TOKEN}`)
  * and to the cluster as AUTH_API_KEYS, which the gateways enforce (no anonymous access once
  * keys are configured).
- * Takes about 15 s here.
+ * Each `deep_research` phase lasts RESEARCH_PHASE_MS = 2500 ms: the cadence check needs three
+ * polls before the answer (two gaps), so the second poll must come before the question exists,
+ * i.e. a first poll within 2500 − 700 = 1800 ms of the handle (observed 6–420 ms; with 1500 ms
+ * two loaded test runs saw exactly two gaps).
+ * Takes about 20 s here.
  */
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
@@ -29,6 +33,7 @@ import { CLAUDE_CODE_VERSION, describeWire, SERVER_NAME, startClaudeInteractive,
 import { getTask, TASKS } from '../support/mcp.js';
 
 const POLL_MS = 700;
+const RESEARCH_PHASE_MS = 2500;
 /** Pause between a screen change and the next key (see the dialog steps). */
 const SETTLE_MS = 300;
 const TOKEN = `mcp-test-${randomBytes(16).toString('hex')}`;
@@ -106,7 +111,7 @@ describe(`Claude Code ${CLAUDE_CODE_VERSION} interactive (tmux) against 2 gatewa
   }
 
   before(async () => {
-    c = await startCluster({ gateways: 2, workers: 2, env: { TASK_POLL_INTERVAL_MS: String(POLL_MS), DEMO_RESEARCH_PHASE_MS: '1500', AUTH_API_KEYS: `alice:${TOKEN}` } });
+    c = await startCluster({ gateways: 2, workers: 2, env: { TASK_POLL_INTERVAL_MS: String(POLL_MS), DEMO_RESEARCH_PHASE_MS: String(RESEARCH_PHASE_MS), AUTH_API_KEYS: `alice:${TOKEN}` } });
     proxy = await startRoundRobinProxy(c.urls, { capture: true });
     cc = await startClaudeInteractive({ script: Array.from({ length: 40 }, () => model), mcpUrl: proxy.url, token: TOKEN });
     // The prompt can be drawn before the MCP server is connected: wait for its tool list.
@@ -151,7 +156,7 @@ describe(`Claude Code ${CLAUDE_CODE_VERSION} interactive (tmux) against 2 gatewa
       await step(from, cc.term.waitScreen(/❯ Accept/, 5000, 'Accept selected'));
       await sleep(SETTLE_MS);
       await step(from, pressUntilGone(['Enter'], /requests your input/, 'the dialog closed'));
-      // The task finishes (a 1.5 s phase) and Claude Code gives the model a notification turn.
+      // The task finishes (its second phase) and Claude Code gives the model a notification turn.
       const req = await step(from, waitFor(
         () => cc.stub.mainRequests().find((r) => lastUserBlocks(r.body!).some((b) => b.type === 'text' && /<task-notification>/.test(b.text))),
         30_000,
