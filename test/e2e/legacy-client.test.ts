@@ -302,7 +302,7 @@ describe('2025-era clients: the official SDK client in its default mode, 2 gatew
         assert.equal(inline.status, 200, `gateway ${i + 1}: ${inline.status} ${JSON.stringify(inline.body)}`);
         assert.equal(inline.body.id, 100 + i);
         assert.equal(inline.body.error, undefined, JSON.stringify(inline.body));
-        assert.equal(textOf(inline.body.result!), '5');
+        assert.equal(textOf(inline.body.result!), '2 + 3 = 5');
         assert.equal(inline.headers.get('mcp-session-id'), null);
       }
       // A worker tool on the same lane: the plain CallToolResult, never a task.

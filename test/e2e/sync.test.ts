@@ -158,7 +158,7 @@ describe('synchronous calls (no Tasks extension on the request)', () => {
 
   it('add answers inline; an unknown tool gives -32602, bad arguments an isError result (SEP-1303)', async () => {
     const r = await callTool(c.urls[0]!, 'add', { a: 2, b: 40 }, { tasks: false });
-    assert.equal(r.body.result?.content[0].text, '42');
+    assert.equal(r.body.result?.content[0].text, '2 + 40 = 42');
     assert.equal((await callTool(c.urls[0]!, 'nope', {})).body.error?.code, -32602);
     const bad = await callTool(c.urls[0]!, 'countdown', { seconds: 99 });
     assert.equal(bad.body.result?.isError, true, JSON.stringify(bad.body));

@@ -16,7 +16,7 @@
 import { ProtocolError } from '@modelcontextprotocol/server';
 import { newErrorId } from '@mcp-tasks/observability';
 import { toCreateTaskResult, unexpectedToolError } from '@mcp-tasks/task-store';
-import { isInputRequired, ToolCancelled, ToolProtocolError, abortableSleep, type InputResponse, type ToolContext, type ToolDefinition } from '@mcp-tasks/tools';
+import { isInputRequired, ToolCancelled, ToolProtocolError, abortableSleep, unreadableFacts, type InputResponse, type ToolContext, type ToolDefinition } from '@mcp-tasks/tools';
 import type { Call, Gateway } from './context.js';
 import { classify } from './classify.js';
 import { invalidParams, missingCapability, tasksExtensionRequired } from './errors.js';
@@ -123,6 +123,9 @@ async function runInline(gw: Gateway, call: Call, tool: ToolDefinition, args: Re
   try {
     const out = await tool.run(args, inlineContext(gw, call, tool.name, round.step, round.state, round.responses));
     if (isInputRequired(out)) return askRound(gw, call, 'inline', tool.name, args, round.step, out);
+    // D11: see the worker's step.result_unreadable.
+    const unreadable = unreadableFacts(out).length;
+    if (unreadable > 0) gw.log.warn({ tool: tool.name, unreadable }, 'tool.result_unreadable: put the facts of content into structuredContent (structuredResult)');
     return out;
   } catch (e) {
     if (e instanceof ToolCancelled) return { content: [{ type: 'text', text: e.message }], isError: true };

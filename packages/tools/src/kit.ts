@@ -20,6 +20,22 @@
  *    argument disagree (`-32020`, HTTP 400). The registry checks every declaration when the
  *    process starts (x-mcp-header.ts, H-18). Never annotate a secret or personal data: headers
  *    are logged and seen by proxies.
+ *
+ * Results the model can read (design D11). Claude Code hands the model **only
+ * `structuredContent`** when a result has it, and `content` otherwise (clients.md §0.6); other
+ * clients show `content`. So:
+ *  - a result **without** `structuredContent` is plain text: build it with `textResult(text)`;
+ *  - a result **with** `structuredContent` carries everything the model needs inside it (the
+ *    report itself, the instruction, the outcome of the question), and `content` is its faithful
+ *    rendering: the same facts in words. Build it with `structuredResult({ summary, ...fields })`:
+ *    `summary` is the text a model must read, kept in `structuredContent.summary` and sent as
+ *    the one text block of `content`; the other fields are the machine-readable facts.
+ *  - `textResult` cannot take `structuredContent` (a type error), and `unreadableFacts(result)`
+ *    names what a hand-made result's text says that its `structuredContent` does not; a unit
+ *    test runs it over every path of every tool (test/unit/model-readable.test.ts).
+ * Progress (`ctx.progress`) follows the same reader: a message given with a `total` carries no
+ * percentage of its own, because clients show one computed from `total` (Claude Code appends
+ * "(NN%)", clients.md §0.10).
  */
 import type { z } from 'zod';
 import { X_MCP_HEADER_KEY } from './x-mcp-header.js';
@@ -86,7 +102,9 @@ export interface ToolContext {
   /**
    * Reports progress: `done` of `total` (units of the tool's choosing), with a short message
    * (clients cut at ~200 chars). On a task it becomes `statusMessage`; tasks get no progress
-   * notifications (T-41).
+   * notifications (T-41). With a `total`, the message says what is happening, not how much of
+   * it is done: no percentage in it (clients add their own from `total`, e.g. Claude Code's
+   * "(NN%)", so it would show twice).
    */
   progress(done: number, total?: number, message?: string): Promise<void>;
   /** Sleeps `ms`, rejecting with an `AbortError` as soon as `signal` aborts. */
@@ -155,9 +173,69 @@ export function mcpHeader<T extends z.ZodType>(headerName: string, schema: T): T
   return schema.meta({ [X_MCP_HEADER_KEY]: headerName }) as T;
 }
 
-/** A text `CallToolResult`. */
-export function textResult(text: string, extra: Partial<ToolResult> = {}): ToolResult {
-  return { content: [{ type: 'text', text }], ...extra };
+/**
+ * A plain text `CallToolResult`: one text block, no `structuredContent` (D11). For a result
+ * with machine-readable fields use `structuredResult`.
+ */
+export function textResult(text: string, extra: { isError?: boolean } = {}): ToolResult {
+  return { content: [{ type: 'text', text }], ...(extra.isError === undefined ? {} : { isError: extra.isError }) };
+}
+
+/**
+ * The fields of a structured result: `summary` (what the result says, in words: everything the
+ * model needs to read) and any JSON fields beside it.
+ */
+export type StructuredFields = { summary: string } & Record<string, unknown>;
+
+/**
+ * A `CallToolResult` with `structuredContent` that a model can read whatever it is shown (D11):
+ * `structuredContent` = `{summary, ...fields}` (summary first, so a reader of the JSON meets
+ * the words first) and `content` = one text block with `summary`. E.g.
+ * `structuredResult({ summary: 'Shared the report to #research.', channel: '#research', shared: true })`.
+ */
+export function structuredResult(fields: StructuredFields, extra: { isError?: boolean } = {}): ToolResult {
+  const { summary, ...rest } = fields;
+  return {
+    content: [{ type: 'text', text: summary }],
+    structuredContent: { summary, ...rest },
+    ...(extra.isError === undefined ? {} : { isError: extra.isError }),
+  };
+}
+
+/** Every string value of `v`, at any depth. */
+function strings(v: unknown, out: string[] = []): string[] {
+  if (typeof v === 'string') out.push(v);
+  else if (Array.isArray(v)) for (const x of v) strings(x, out);
+  else if (v !== null && typeof v === 'object') for (const x of Object.values(v)) strings(x, out);
+  return out;
+}
+
+/**
+ * What a result's `content` tells a reader that its `structuredContent` does not (D11): `[]`
+ * when the result has no `structuredContent`, or when each text block, or else each of its
+ * lines and sentences, appears in a string of `structuredContent` (at any depth). A non-text
+ * block (image, audio, resource) is reported as `[<type> block]`: a model shown only
+ * `structuredContent` never sees it.
+ */
+export function unreadableFacts(result: { content?: unknown; structuredContent?: unknown }): string[] {
+  if (result.structuredContent === undefined || result.structuredContent === null) return [];
+  const carried = strings(result.structuredContent);
+  const has = (s: string) => carried.some((c) => c.includes(s));
+  const missing: string[] = [];
+  for (const block of Array.isArray(result.content) ? (result.content as Record<string, unknown>[]) : []) {
+    if (block?.type !== 'text' || typeof block.text !== 'string') {
+      missing.push(`[${String(block?.type)} block]`);
+      continue;
+    }
+    const text = block.text.trim();
+    if (text === '' || has(text)) continue;
+    const pieces = text
+      .split(/\n+|(?<=[.!?])\s+/)
+      .map((p) => p.trim())
+      .filter(Boolean);
+    missing.push(...pieces.filter((p) => !has(p)));
+  }
+  return missing;
 }
 
 /** Builds an `InputRequired` outcome. */

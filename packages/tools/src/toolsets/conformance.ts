@@ -41,7 +41,7 @@ export const slowCompute = defineTool({
       const slice = Math.min(500, total - slept);
       await ctx.sleep(slice);
       slept += slice;
-      await ctx.progress(slept / 1000, seconds, `computing ${label ?? ''} ${Math.round((100 * slept) / total)}%`.replace(/\s+/g, ' '));
+      await ctx.progress(slept / 1000, seconds, `computing${label ? ` ${label}` : ''}: ${slept / 1000} of ${seconds} s`);
     }
     return textResult(`done after ${seconds}s${label ? `: ${label}` : ''}`);
   },
@@ -153,7 +153,8 @@ export const testToolWithTask = defineTool({
 /**
  * `test_tool_with_progress`: scenario `tools-call-with-progress` (docs/conformance-fixtures.md):
  * progress 0, 50, 100 of 100, then a text result. The steps are 250 ms apart so the worker's
- * 200 ms coalescing (P-04) keeps all three.
+ * 200 ms coalescing (P-04) keeps all three. The messages count steps, not percent (clients show
+ * the percentage from `total`, D11).
  */
 export const testToolWithProgress = defineTool({
   name: 'test_tool_with_progress',
@@ -161,9 +162,9 @@ export const testToolWithProgress = defineTool({
   inputSchema: z.object({}),
   taskSupport: 'optional',
   async run(_args, ctx) {
-    for (const p of [0, 50, 100]) {
+    for (const [i, p] of [0, 50, 100].entries()) {
       if (p > 0) await ctx.sleep(250);
-      await ctx.progress(p, 100, `${p}%`);
+      await ctx.progress(p, 100, `step ${i + 1} of 3`);
     }
     return textResult('Progress test complete');
   },
