@@ -228,7 +228,7 @@ export const headerEcho = defineTool({
   taskSupport: 'optional',
   async run({ region, count, dry, seconds }, ctx) {
     if (seconds) await ctx.sleep(seconds * 1000);
-    return textResult(`region=${region} count=${count ?? '-'} dry=${dry ?? '-'}`, { structuredContent: { region, count: count ?? null, dry: dry ?? null } });
+    return structuredResult({ summary: `region=${region} count=${count ?? '-'} dry=${dry ?? '-'}`, region, count: count ?? null, dry: dry ?? null });
   },
 });
 
