@@ -3,7 +3,7 @@
  * (1 gateway + 1 worker by default; BENCH_GATEWAYS / BENCH_WORKERS to change) against the
  * Redis at TEST_REDIS_URL (default redis://127.0.0.1:6379, own key prefix).
  *
- *  1. tools/call → CreateTaskResult (handle), 100 sequential calls (issue 2 target: p99 ≤ 2 s, B-09a)
+ *  1. tools/call → CreateTaskResult (handle), 100 sequential calls (issue 2 target: p99 ≤ 2 s, case B-09a)
  *  2. tasks/cancel → task `cancelled` for a running countdown, 30 tasks, measured from just
  *     before the cancel request is sent to the Lua transition's PUBLISH of `cancelled`
  *  3. tasks/get latency, 1000 sequential polls

@@ -47,7 +47,7 @@ function assertHandOff(s: SseCall, tool: string): { taskId: string; result: Reco
   return { taskId, result };
 }
 
-describe('synchronous budget → hand-off to a task followed with task_status (D1, B-09d)', { concurrency: true }, () => {
+describe('synchronous budget → hand-off to a task followed with task_status (D1, case B-09d)', { concurrency: true }, () => {
   let c: Cluster;
   before(async () => {
     c = await startCluster({ gateways: 2, workers: 2, env: { SYNC_BUDGET_MS_BY_TOOL: JSON.stringify({ countdown: BUDGET_MS, ask_confirm: BUDGET_MS }) } });

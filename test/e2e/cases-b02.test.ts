@@ -52,7 +52,7 @@ async function assertOwnRedis(admin: Redis, r: ThrowawayRedis) {
 
 const ALL_JOB_STATES = ['active', 'completed', 'delayed', 'failed', 'prioritized', 'waiting', 'waiting-children'] as const;
 
-describe('B-02 durable creation before the task handle (T-15, D4, D5)', () => {
+describe('Case B-02 durable creation before the task handle (T-15, D4, D5)', () => {
   let c: Cluster;
   let proxy: TcpProxy;
   let queue: Queue;
@@ -105,7 +105,7 @@ describe('B-02 durable creation before the task handle (T-15, D4, D5)', () => {
     return { failures, notFound, getMs };
   }
 
-  it('B-02(a) T-15: 1,000 × tools/call slow_echo(1) on G1 then tasks/get on G2 never gives -32602', async () => {
+  it('Case B-02(a) T-15: 1,000 × tools/call slow_echo(1) on G1 then tasks/get on G2 never gives -32602', async () => {
     const [g1, g2] = g.map((p) => p.url!);
     const before = returned.size;
     const { failures, notFound } = await createThenGet(g1!, g2!, 1000, 20, 'a');
@@ -114,7 +114,7 @@ describe('B-02 durable creation before the task handle (T-15, D4, D5)', () => {
     assert.equal(returned.size - before, 1000, 'every call returned a distinct taskId');
   });
 
-  it('B-02(b) T-15: with 200 ms added each way between gateways and Redis, tasks/get on G4 right after tools/call on G3 never gives -32602', async () => {
+  it('Case B-02(b) T-15: with 200 ms added each way between gateways and Redis, tasks/get on G4 right after tools/call on G3 never gives -32602', async () => {
     const [g3, g4] = g.slice(2).map((p) => p.url!);
     const { failures, notFound, getMs } = await createThenGet(g3!, g4!, 30, 5, 'b');
     assert.equal(notFound, 0, `tasks/get answered -32602 for ${notFound} returned ids; first: ${failures.slice(0, 3).join(' | ')}`);
@@ -123,7 +123,7 @@ describe('B-02 durable creation before the task handle (T-15, D4, D5)', () => {
     assert.ok(Math.min(...getMs) >= 380, `tasks/get through the proxy took only ${Math.min(...getMs)} ms`);
   });
 
-  it('B-02(e) two concurrent identical tools/call with different JSON-RPC ids give two tasks, two jobs, two results (T-45)', async () => {
+  it('Case B-02(e) two concurrent identical tools/call with different JSON-RPC ids give two tasks, two jobs, two results (T-45)', async () => {
     const [g1, g2] = g.map((p) => p.url!);
     const args = { seconds: 1, text: 'same arguments' };
     // Same gateway, and across gateways.
@@ -149,7 +149,7 @@ describe('B-02 durable creation before the task handle (T-15, D4, D5)', () => {
     }
   });
 
-  it('B-02(d) D5: every returned taskId has exactly one BullMQ job, t.<taskId>.1, and no other job exists', async () => {
+  it('Case B-02(d) D5: every returned taskId has exactly one BullMQ job, t.<taskId>.1, and no other job exists', async () => {
     assert.ok(returned.size >= 1030, `expected the ids of (a), (b), (e); have ${returned.size}`);
     const ids = [...returned];
     const problems: string[] = [];
@@ -172,7 +172,7 @@ describe('B-02 durable creation before the task handle (T-15, D4, D5)', () => {
   });
 });
 
-describe('B-02(c) Redis refuses writes while tools/call is handled: -32603, no taskId, nothing left behind (T-15, D4, D10)', () => {
+describe('Case B-02(c) Redis refuses writes while tools/call is handled: -32603, no taskId, nothing left behind (T-15, D4, D10)', () => {
   let redis: ThrowawayRedis;
   let proxy: TcpProxy;
   let c: Cluster;
@@ -238,7 +238,7 @@ describe('B-02(c) Redis refuses writes while tools/call is handled: -32603, no t
     assert.equal(ok.body.result?.resultType, 'task', `after recovery: ${brief(ok)}`);
   }
 
-  it('B-02(c) T-15/D4: Redis is a read-only replica (READONLY on every write): -32603, no task record, no job', async () => {
+  it('Case B-02(c) T-15/D4: Redis is a read-only replica (READONLY on every write): -32603, no task record, no job', async () => {
     const before = await snapshot();
     // Replica of a port nobody listens on: never syncs (keeps its data), refuses every write.
     await admin.call('REPLICAOF', '127.0.0.1', String(await freePort()));
@@ -251,7 +251,7 @@ describe('B-02(c) Redis refuses writes while tools/call is handled: -32603, no t
     await assertNothingLeftBehind(before);
   });
 
-  it('B-02(c) T-15/D4/D10: Redis unreachable (every connection cut and refused): 503 + Retry-After with -32603, no task record, no job', async () => {
+  it('Case B-02(c) T-15/D4/D10: Redis unreachable (every connection cut and refused): 503 + Retry-After with -32603, no task record, no job', async () => {
     const before = await snapshot();
     proxy.pause();
     try {
@@ -265,7 +265,7 @@ describe('B-02(c) Redis refuses writes while tools/call is handled: -32603, no t
     await assertNothingLeftBehind(before);
   });
 
-  it('B-02(c) T-15/D4: connection cut while the task record is being written: -32603, and no record appears after Redis is back', async () => {
+  it('Case B-02(c) T-15/D4: connection cut while the task record is being written: -32603, and no record appears after Redis is back', async () => {
     const before = await snapshot();
     // Cut (and keep refusing) as soon as the gateway sends a command naming a task key.
     proxy.setTap((chunk, dir) => (dir === 'up' && chunk.includes(`${c.prefix}:{t:`) ? 'cut' : undefined));
@@ -280,7 +280,7 @@ describe('B-02(c) Redis refuses writes while tools/call is handled: -32603, no t
     await assertNothingLeftBehind(before);
   });
 
-  it('B-02(c) T-15/D4: connection cut while the job is being enqueued (record already written): -32603, and neither record nor job remains after Redis is back', async () => {
+  it('Case B-02(c) T-15/D4: connection cut while the job is being enqueued (record already written): -32603, and neither record nor job remains after Redis is back', async () => {
     const before = await snapshot();
     proxy.setTap((chunk, dir) => (dir === 'up' && chunk.includes(`${c.prefix}:{jobs}:tools`) ? 'cut' : undefined));
     try {

@@ -59,7 +59,7 @@ async function commandCalls(redis: Redis, names: string[]): Promise<Record<strin
   return out;
 }
 
-describe('B-03 unknown, expired and malformed task ids give -32602, never a Task; lookups create nothing (T-24, T-33, T-37, T-42)', () => {
+describe('Case B-03 unknown, expired and malformed task ids give -32602, never a Task; lookups create nothing (T-24, T-33, T-37, T-42)', () => {
   let redis: ThrowawayRedis;
   let c: Cluster;
   let admin: Redis;
@@ -111,7 +111,7 @@ describe('B-03 unknown, expired and malformed task ids give -32602, never a Task
     await redis?.stop();
   });
 
-  it('B-03 §13/T-21: tasks/get with a random UUIDv4 → -32602 "not found" on every gateway, never a Task, answered fast', async () => {
+  it('Case B-03 §13/T-21: tasks/get with a random UUIDv4 → -32602 "not found" on every gateway, never a Task, answered fast', async () => {
     const times: number[] = [];
     for (let i = 0; i < 20; i++) {
       const id = randomUUID();
@@ -125,7 +125,7 @@ describe('B-03 unknown, expired and malformed task ids give -32602, never a Task
     assert.ok(Math.max(...times) < 1000, `slowest lookup ${Math.max(...times)} ms`);
   });
 
-  it('B-03 T-24: tasks/get of a task whose ttlMs (2 s) has passed → -32602 "not found"/"expired"; tasks/update and tasks/cancel too', async () => {
+  it('Case B-03 T-24: tasks/get of a task whose ttlMs (2 s) has passed → -32602 "not found"/"expired"; tasks/update and tasks/cancel too', async () => {
     assert.equal(expired.length, 2, 'both fixtures were created');
     for (const { id, tool, beforeTtl } of expired) {
       // It existed: before its TTL, tasks/get answered the Task.
@@ -138,7 +138,7 @@ describe('B-03 unknown, expired and malformed task ids give -32602, never a Task
     }
   });
 
-  it('B-03 §13/T-33/T-37: malformed ids — "", the number 42, no taskId at all → -32602, never a Task', async () => {
+  it('Case B-03 §13/T-33/T-37: malformed ids — "", the number 42, no taskId at all → -32602, never a Task', async () => {
     const [g1, g2] = c.urls;
     // "" (Mcp-Name: "" matches the body, so the request reaches the handler).
     assertNotFound(await getTask(g1!, ''), 'taskId ""');
@@ -154,7 +154,7 @@ describe('B-03 unknown, expired and malformed task ids give -32602, never a Task
     assertInvalidParams(await rpc(g1!, 'tasks/update', { inputResponses: {} }), 'tasks/update without taskId');
   });
 
-  it('B-03 T-42: a 100 KB id in the body and in Mcp-Name → 431 from Node, and the gateway stays up', async () => {
+  it('Case B-03 T-42: a 100 KB id in the body and in Mcp-Name → 431 from Node, and the gateway stays up', async () => {
     const big = 'x'.repeat(100 * 1024);
     looked.push(big.slice(0, 64));
     for (const [i, url] of c.urls.entries()) {
@@ -170,7 +170,7 @@ describe('B-03 unknown, expired and malformed task ids give -32602, never a Task
     }
   });
 
-  it('B-03 T-42/H-15: a 100 KB id only in the body — -32020 when Mcp-Name is absent or differs, 431 for a Base64 header; an 8 KB id that fits a header → -32602', async () => {
+  it('Case B-03 T-42/H-15: a 100 KB id only in the body — -32020 when Mcp-Name is absent or differs, 431 for a Base64 header; an 8 KB id that fits a header → -32602', async () => {
     const [g1, g2] = c.urls;
     const big = 'y'.repeat(100 * 1024);
     // The Streamable HTTP binding (T-42, transport H-15) requires Mcp-Name to equal
@@ -191,7 +191,7 @@ describe('B-03 unknown, expired and malformed task ids give -32602, never a Task
     assertNotFound(await cancelTask(g1!, long), 'tasks/cancel with an 8 KB id');
   });
 
-  it('B-03 T-33, T-37: tasks/update and tasks/cancel with a random UUID → -32602 "not found"', async () => {
+  it('Case B-03 T-33, T-37: tasks/update and tasks/cancel with a random UUID → -32602 "not found"', async () => {
     for (const url of c.urls) {
       const a = randomUUID();
       const b = randomUUID();
@@ -201,7 +201,7 @@ describe('B-03 unknown, expired and malformed task ids give -32602, never a Task
     }
   });
 
-  it('B-03 T-21: the lookups created no key (DBSIZE and the key set unchanged), wrote nothing but the per-principal request counter, and scanned nothing', async () => {
+  it('Case B-03 T-21: the lookups created no key (DBSIZE and the key set unchanged), wrote nothing but the per-principal request counter, and scanned nothing', async () => {
     assert.ok(dbsizeBefore > 0 && looked.length > 20, 'the lookups above ran against a populated Redis');
     assert.ok(statsBefore.evalsha! > 0 && statsBefore.scan! > 0, `commandstats are read (creating the fixtures ran scripts): ${JSON.stringify(statsBefore)}`);
     // commandstats first: c.keys() below scans.

@@ -55,7 +55,7 @@ async function parkedAskConfirm(c: Cluster, url: string, question: string): Prom
   return { taskId, parked, key: keys[0]! };
 }
 
-describe('B-05: tasks/update answers dropped or applied twice', () => {
+describe('Case B-05: tasks/update answers dropped or applied twice', () => {
   let c: Cluster;
   let G1: string, G2: string, G3: string;
   before(async () => {
@@ -64,7 +64,7 @@ describe('B-05: tasks/update answers dropped or applied twice', () => {
   });
   after(async () => c?.stop());
 
-  it('B-05.5 + B-05.1 + B-05.2: repeated polls show the same K and payload; an unknown key is acked and ignored (T-31, T-21); K as a bare string is -32602', async () => {
+  it('Case B-05.5 + B-05.1 + B-05.2: repeated polls show the same K and payload; an unknown key is acked and ignored (T-31, T-21); K as a bare string is -32602', async () => {
     const { taskId, parked, key: K } = await parkedAskConfirm(c, G1, 'Ship it?');
     assert.match(K, /^confirm\.\d+$/, 'wire key = logical key + step (T-29)');
     assert.equal(parked.inputRequests[K].method, 'elicitation/create');
@@ -124,7 +124,7 @@ describe('B-05: tasks/update answers dropped or applied twice', () => {
     assert.equal(done.result.content[0].text, 'confirmed: true');
   });
 
-  it('B-05.3: the valid update sent at the same moment to G2 and G3 is acked twice and delivered once; the task goes to working (T-30)', async () => {
+  it('Case B-05.3: the valid update sent at the same moment to G2 and G3 is acked twice and delivered once; the task goes to working (T-30)', async () => {
     // Several tasks at once so the race between the two replicas really happens.
     const tasks = await Promise.all(Array.from({ length: 6 }, (_, i) => parkedAskConfirm(c, [G1, G2, G3][i % 3]!, `race ${i}?`)));
     const acks = await Promise.all(
@@ -151,7 +151,7 @@ describe('B-05: tasks/update answers dropped or applied twice', () => {
     }
   });
 
-  it('B-05.3 + B-05.4: with no worker running, the double update leaves exactly one step-2 job and the task working; a repeat after working is ignored', async () => {
+  it('Case B-05.3 + B-05.4: with no worker running, the double update leaves exactly one step-2 job and the task working; a repeat after working is ignored', async () => {
     const { taskId, key: K } = await parkedAskConfirm(c, G1, 'Deploy?');
     // Stop every worker: the resumed step must wait in the queue, so `working` is observable
     // and the queue shows exactly what was delivered.
@@ -204,7 +204,7 @@ describe('B-05: tasks/update answers dropped or applied twice', () => {
     }
   });
 
-  it('B-05.5: a later request gets a new key; K is never reused, and answering K again is acked and ignored (T-29, T-31)', async () => {
+  it('Case B-05.5: a later request gets a new key; K is never reused, and answering K again is acked and ignored (T-29, T-31)', async () => {
     const create = await callTool(G1, 'ask_confirm', { question: 'twice?', rounds: 2 });
     const taskId = create.body.result!.taskId as string;
     let i = 0;
@@ -229,7 +229,7 @@ describe('B-05: tasks/update answers dropped or applied twice', () => {
   });
 });
 
-describe('B-05.6: K left unanswered past the input timeout', () => {
+describe('Case B-05.6: K left unanswered past the input timeout', () => {
   const INPUT_TIMEOUT_MS = 1500;
   let c: Cluster;
   before(async () => {

@@ -52,14 +52,14 @@ async function activeWithoutLock(c: Cluster, queue: string): Promise<string[]> {
   return out;
 }
 
-describe('B-07: worker death and rolling deploys', () => {
+describe('Case B-07: worker death and rolling deploys', () => {
   let c: Cluster | undefined;
   afterEach(async () => {
     await c?.stop();
     c = undefined;
   });
 
-  it('B-07a: SIGKILL of W1 mid-job → task stays working, W2 takes the job within lockDuration + stalledInterval, then it completes (T-13)', async () => {
+  it('Case B-07a: SIGKILL of W1 mid-job → task stays working, W2 takes the job within lockDuration + stalledInterval, then it completes (T-13)', async () => {
     c = await startCluster({ gateways: 2, workers: 1 });
     const [W1] = c.workers as [Proc];
     const next = roundRobin(c.urls);
@@ -100,7 +100,7 @@ describe('B-07: worker death and rolling deploys', () => {
     assert.deepEqual(await activeWithoutLock(c, 'tools'), []);
   });
 
-  it('B-07b: SIGTERM W1 with a short grace → no new job taken, the long job released and re-run on W2 at once, nothing active without a lock (T-13)', async () => {
+  it('Case B-07b: SIGTERM W1 with a short grace → no new job taken, the long job released and re-run on W2 at once, nothing active without a lock (T-13)', async () => {
     const GRACE_MS = 1500;
     c = await startCluster({ gateways: 1, workers: 1, env: { SHUTDOWN_GRACE_MS: String(GRACE_MS) } });
     const [W1] = c.workers as [Proc];
@@ -153,7 +153,7 @@ describe('B-07: worker death and rolling deploys', () => {
     assert.deepEqual(await activeWithoutLock(c, 'tools'), []);
   });
 
-  it('B-07c: two rolling restarts of both workers while 20 tasks run → all 20 complete; restarts alone fail none (T-13)', async () => {
+  it('Case B-07c: two rolling restarts of both workers while 20 tasks run → all 20 complete; restarts alone fail none (T-13)', async () => {
     // Jobs (8 s) outlast a worker start plus the grace (1 s), so every SIGTERM catches jobs
     // mid-run and releases them; released jobs restart from scratch on another worker.
     c = await startCluster({ gateways: 2, workers: 2, env: { SHUTDOWN_GRACE_MS: '1000' } });
@@ -199,7 +199,7 @@ describe('B-07: worker death and rolling deploys', () => {
     }
   });
 
-  it('B-07d: SIGTERM while a job is throwing → the task ends failed with the error, not stuck working (T-14)', async () => {
+  it('Case B-07d: SIGTERM while a job is throwing → the task ends failed with the error, not stuck working (T-14)', async () => {
     // protocol_error_job throws a JSON-RPC error (-32603) 300 ms after it starts; SIGTERM is
     // sent ~200 ms in, so the throw and the shutdown overlap. Two shutdown flavours:
     //  - grace 3 s: the throw lands during the drain; the failure is recorded before W exits;

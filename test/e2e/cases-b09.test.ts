@@ -23,8 +23,8 @@ import { startCluster, waitFor, type Cluster, type Proc } from '../support/clust
 import { callTool, cancelTask, getTask, pollTask, TASKS } from '../support/mcp.js';
 import { sseCall, type SseCall } from '../support/sse.js';
 
-const KEEPALIVE_MAX_GAP_MS = 25_000; // B-10/H-22: comments at least every 25 s
-const PROGRESS_MAX_GAP_MS = 20_000; // B-09c
+const KEEPALIVE_MAX_GAP_MS = 25_000; // case B-10/H-22: comments at least every 25 s
+const PROGRESS_MAX_GAP_MS = 20_000; // case B-09c
 
 /** Starts a `tools/call` as a stream (see sse.ts). */
 const call = (url: string, name: string, args: Record<string, unknown>, o: Parameters<typeof sseCall>[3] = {}) =>
@@ -54,7 +54,7 @@ function assertHandOff(result: Record<string, any>, tool: string): string {
   return taskId;
 }
 
-describe('B-09: long tools vs client timeouts', { concurrency: true }, () => {
+describe('Case B-09: long tools vs client timeouts', { concurrency: true }, () => {
   let c: Cluster;
   let G3: Proc;
   before(async () => {
@@ -63,7 +63,7 @@ describe('B-09: long tools vs client timeouts', { concurrency: true }, () => {
   });
   after(async () => c?.stop());
 
-  it('B-09a: with the Tasks extension, slow_echo(600) → CreateTaskResult with pollIntervalMs within 2 s (20 calls), and the POST ends', async () => {
+  it('Case B-09a: with the Tasks extension, slow_echo(600) → CreateTaskResult with pollIntervalMs within 2 s (20 calls), and the POST ends', async () => {
     const times: number[] = [];
     const ids: string[] = [];
     for (let batch = 0; batch < 4; batch++) {
@@ -84,14 +84,14 @@ describe('B-09: long tools vs client timeouts', { concurrency: true }, () => {
       }
     }
     times.sort((a, b) => a - b);
-    console.log(`B-09a handle latency over ${times.length} calls: median ${times[times.length >> 1]} ms, max ${times.at(-1)} ms`);
+    console.log(`Case B-09a handle latency over ${times.length} calls: median ${times[times.length >> 1]} ms, max ${times.at(-1)} ms`);
     assert.ok(times.at(-1)! <= 2000, `every handle within 2 s: ${times.join(', ')}`);
     // Clean up: they are tasks, cancelled with tasks/cancel.
     for (const id of ids) assert.ok(!(await cancelTask(c.urls[0]!, id)).body.error);
     for (const id of ids) await pollTask(() => c.urls[1]!, id, (t) => t.status === 'cancelled', 10_000);
   });
 
-  it('B-09b: without the extension slow_echo(600) streams and never returns resultType "task", even when its budget runs out (G3: 3 s)', async () => {
+  it('Case B-09b: without the extension slow_echo(600) streams and never returns resultType "task", even when its budget runs out (G3: 3 s)', async () => {
     const s = call(G3.url!, 'slow_echo', { seconds: 600, text: 'b' }, { tasks: false, meta: { progressToken: 'pt-b' } });
     const r = await s.response;
     assert.equal(r.status, 200);
@@ -113,7 +113,7 @@ describe('B-09: long tools vs client timeouts', { concurrency: true }, () => {
     await pollTask(() => c.urls[0]!, taskId, (t) => t.status === 'cancelled', 10_000);
   });
 
-  it('B-09b: a task-only tool (failing_job) without the extension → HTTP 400 + -32021 with data.requiredCapabilities.extensions[tasks], on every gateway', async () => {
+  it('Case B-09b: a task-only tool (failing_job) without the extension → HTTP 400 + -32021 with data.requiredCapabilities.extensions[tasks], on every gateway', async () => {
     for (const url of [...c.urls, G3.url!]) {
       const r = await callTool(url, 'failing_job', {}, { tasks: false });
       assert.equal(r.status, 400, JSON.stringify(r.body));
@@ -123,7 +123,7 @@ describe('B-09: long tools vs client timeouts', { concurrency: true }, () => {
     }
   });
 
-  it('B-09c+d: progress_sync(18, 5) with token "pt-1": progress ≤ 20 s apart then the result (and heartbeats ≤ 20 s apart for a silent tool); without a token: keep-alives ≤ 25 s apart, no progress, the result (concurrent, 90 s)', async () => {
+  it('Case B-09c+d: progress_sync(18, 5) with token "pt-1": progress ≤ 20 s apart then the result (and heartbeats ≤ 20 s apart for a silent tool); without a token: keep-alives ≤ 25 s apart, no progress, the result (concurrent, 90 s)', async () => {
     const withToken = call(c.urls[0]!, 'progress_sync', { steps: 18, intervalSeconds: 5 }, { tasks: false, meta: { progressToken: 'pt-1' } });
     const noToken = call(c.urls[1]!, 'progress_sync', { steps: 18, intervalSeconds: 5 }, { tasks: false });
     // A tool that reports nothing for 45 s, with a token: heartbeat progress keeps it ≤ 20 s apart.
@@ -139,7 +139,7 @@ describe('B-09: long tools vs client timeouts', { concurrency: true }, () => {
     assert.equal(quiet.final()?.result?.content?.[0]?.text, 'echo: quiet');
     assert.equal(quiet.frames.at(-1)!.message, quiet.final(), 'the result is the last frame');
     const gapQ = maxGap([quiet.sentAt, ...hq.map((e) => e.at), dq.at]);
-    console.log(`B-09c silent tool: ${hq.length} heartbeat notifications (${hq.map((e) => `${e.at - quiet.sentAt}ms:${e.progress}`).join(', ')}), largest gap ${gapQ} ms`);
+    console.log(`Case B-09c silent tool: ${hq.length} heartbeat notifications (${hq.map((e) => `${e.at - quiet.sentAt}ms:${e.progress}`).join(', ')}), largest gap ${gapQ} ms`);
     assert.ok(gapQ <= PROGRESS_MAX_GAP_MS, `heartbeats at most 20 s apart (largest gap ${gapQ} ms)`);
 
     // (c)
@@ -158,7 +158,7 @@ describe('B-09: long tools vs client timeouts', { concurrency: true }, () => {
     const finalAt = withToken.frames.find((f) => f.message === finalC)!.at;
     assert.ok(withToken.frames.indexOf(withToken.frames.find((f) => f.message === finalC)!) === withToken.frames.length - 1, 'the result is the last frame');
     const gapC = maxGap([withToken.sentAt, ...p.map((e) => e.at), finalAt]);
-    console.log(`B-09c: ${p.length} progress notifications, largest gap (request → progress… → result) ${gapC} ms, call ${finalAt - withToken.sentAt} ms`);
+    console.log(`Case B-09c: ${p.length} progress notifications, largest gap (request → progress… → result) ${gapC} ms, call ${finalAt - withToken.sentAt} ms`);
     assert.ok(gapC <= PROGRESS_MAX_GAP_MS, `progress at most 20 s apart (largest gap ${gapC} ms)`);
 
     // (d)
@@ -171,11 +171,11 @@ describe('B-09: long tools vs client timeouts', { concurrency: true }, () => {
     assert.ok(keepalives.length >= 4, `keep-alive comments on a 90 s silent stream (${keepalives.length}):\n${describeFrames(noToken)}`);
     const comments = noToken.frames.filter((f) => f.kind === 'comment').map((f) => f.at);
     const gapD = maxGap([noToken.sentAt, ...comments, dd.at]);
-    console.log(`B-09d: ${keepalives.length} keep-alive comments, largest silence ${gapD} ms, call ${dd.at - noToken.sentAt} ms`);
+    console.log(`Case B-09d: ${keepalives.length} keep-alive comments, largest silence ${gapD} ms, call ${dd.at - noToken.sentAt} ms`);
     assert.ok(gapD <= KEEPALIVE_MAX_GAP_MS, `comments at most 25 s apart (largest gap ${gapD} ms)`);
   });
 
-  it('B-09d: past the documented budget (G3: progress_sync 5 s) the call without a token ends with a result naming task_status and the taskId; task_status → working → the result', async () => {
+  it('Case B-09d: past the documented budget (G3: progress_sync 5 s) the call without a token ends with a result naming task_status and the taskId; task_status → working → the result', async () => {
     const s = call(G3.url!, 'progress_sync', { steps: 4, intervalSeconds: 2.5 }, { tasks: false });
     const d = await s.done;
     assert.equal(d.how, 'end');

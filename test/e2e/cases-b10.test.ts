@@ -34,7 +34,7 @@ import { callTool, pollTask, PROTOCOL_VERSION, roundRobin } from '../support/mcp
 import { sseCall, type SseCall } from '../support/sse.js';
 import { startNginx, streamCutLines, type Nginx } from '../support/nginx.js';
 
-/** B-10: a `:` comment (or any frame) at least this often on every SSE response. */
+/** Case B-10: a `:` comment (or any frame) at least this often on every SSE response. */
 const MAX_GAP_MS = 25_000;
 /** (a): how long the tool stays silent. */
 const SILENT_SECONDS = 150;
@@ -76,7 +76,7 @@ function timeline(call: SseCall, max = 60): string {
     .join(' | ');
 }
 
-/** Asserts the B-10 headers on an SSE response seen through nginx (H-22). */
+/** Asserts the case B-10 headers on an SSE response seen through nginx (H-22). */
 async function assertSseHeaders(call: SseCall, what: string): Promise<void> {
   const { status, headers } = await call.response;
   assert.equal(status, 200, `${what}: HTTP status`);
@@ -87,7 +87,7 @@ async function assertSseHeaders(call: SseCall, what: string): Promise<void> {
 
 /** Creates an `ask_confirm` task through `url` and waits until it idles in `input_required`. */
 async function parkedTask(url: string, next: () => string): Promise<string> {
-  const made = await callTool(url, 'ask_confirm', { question: 'B-10: stay idle' });
+  const made = await callTool(url, 'ask_confirm', { question: 'Case B-10: stay idle' });
   assert.equal(made.body.result?.resultType, 'task', JSON.stringify(made.body));
   const taskId = made.body.result!.taskId as string;
   await pollTask(next, taskId, (t) => t.status === 'input_required', 15_000, 100);
@@ -192,7 +192,7 @@ function badAccessLines(access: string, allowUpstream: RegExp = /^$/): string[] 
     });
 }
 
-describe('B-10 (d): SIGTERM a gateway holding an open listen stream, behind nginx', () => {
+describe('Case B-10 (d): SIGTERM a gateway holding an open listen stream, behind nginx', () => {
   const DRAIN_MS = 2000;
   let c: Cluster | undefined;
   let nginx: Nginx | undefined;
@@ -205,7 +205,7 @@ describe('B-10 (d): SIGTERM a gateway holding an open listen stream, behind ngin
     await c?.stop();
   });
 
-  it('B-10 (d), spec transport §5 / S-03: the stream ends with the final result and a clean end within the drain window; no TCP reset', async () => {
+  it('Case B-10 (d), spec transport §5 / S-03: the stream ends with the final result and a clean end within the drain window; no TCP reset', async () => {
     const n = nginx!;
     const taskId = await parkedTask(n.url, roundRobin([n.url]));
     const listenId = `b10-d-${Date.now()}`;
@@ -235,7 +235,7 @@ describe('B-10 (d): SIGTERM a gateway holding an open listen stream, behind ngin
     assert.equal(call.frames.at(-1), finalFrame, 'nothing after the final result');
     const toFinal = finalFrame.at - sigtermAt;
     const toEnd = done.at - sigtermAt;
-    console.log(`# B-10 (d): SIGTERM → final frame ${toFinal} ms, → end of stream ${toEnd} ms (drain delay ${DRAIN_MS} ms)`);
+    console.log(`# case B-10 (d): SIGTERM → final frame ${toFinal} ms, → end of stream ${toEnd} ms (drain delay ${DRAIN_MS} ms)`);
     assert.ok(toFinal >= DRAIN_MS - 50, `the stream is ended after the drain delay, not before (${toFinal} ms)`);
     assert.ok(toEnd < DRAIN_MS + 3000, `the stream ended within the drain window (${toEnd} ms)`);
 
@@ -263,7 +263,7 @@ describe('B-10 (d): SIGTERM a gateway holding an open listen stream, behind ngin
   });
 });
 
-describe('B-10 (a)(b)(c): idle and streaming SSE through nginx (proxy_read_timeout 60s, buffering on)', () => {
+describe('Case B-10 (a)(b)(c): idle and streaming SSE through nginx (proxy_read_timeout 60s, buffering on)', () => {
   let c: Cluster | undefined;
   let nginx: Nginx | undefined;
   let a: SseCall;
@@ -298,16 +298,16 @@ describe('B-10 (a)(b)(c): idle and streaming SSE through nginx (proxy_read_timeo
     cc?.close();
     await nginx?.stop();
     await c?.stop();
-    console.log(`# B-10 largest frame gaps at the client: ${JSON.stringify(gaps)}`);
+    console.log(`# case B-10 largest frame gaps at the client: ${JSON.stringify(gaps)}`);
   });
 
-  it('B-10 / H-22: every SSE response through nginx says text/event-stream, no-cache, X-Accel-Buffering: no', async () => {
+  it('Case B-10 / H-22: every SSE response through nginx says text/event-stream, no-cache, X-Accel-Buffering: no', async () => {
     await assertSseHeaders(a, '(a) slow_echo');
     await assertSseHeaders(b, '(b) listen');
     await assertSseHeaders(cc, '(c) progress_sync');
   });
 
-  it(`B-10 (c), P-01: progress_sync(${STEPS}, ${INTERVAL_SECONDS}) events reach the client < ${MAX_EVENT_LATENCY_MS} ms after emission, in order, before the result`, async () => {
+  it(`Case B-10 (c), P-01: progress_sync(${STEPS}, ${INTERVAL_SECONDS}) events reach the client < ${MAX_EVENT_LATENCY_MS} ms after emission, in order, before the result`, async () => {
     const done = await cc.done;
     assert.equal(done.how, 'end', `stream ended: ${done.how} ${done.error?.message ?? ''}`);
     const final = cc.final();
@@ -319,7 +319,7 @@ describe('B-10 (a)(b)(c): idle and streaming SSE through nginx (proxy_read_timeo
     const stamped = progress.filter((p) => /@\d+$/.test(String(p.message)));
     assert.deepEqual(stamped.map((p) => p.progress), Array.from({ length: STEPS }, (_, i) => i + 1), `progress values: ${values.join(',')}`);
     const latencies = stamped.map((p) => p.at - Number(/@(\d+)$/.exec(String(p.message))![1]));
-    console.log(`# B-10 (c): per-event latency (client arrival − emission) ms: ${latencies.join(', ')}; max ${Math.max(...latencies)}`);
+    console.log(`# case B-10 (c): per-event latency (client arrival − emission) ms: ${latencies.join(', ')}; max ${Math.max(...latencies)}`);
     for (const p of progress) {
       assert.equal(p.progressToken, 'b10-c');
       assert.equal(p.total, STEPS, JSON.stringify(p));
@@ -333,7 +333,7 @@ describe('B-10 (a)(b)(c): idle and streaming SSE through nginx (proxy_read_timeo
     assert.ok(gapMs <= MAX_GAP_MS, `largest gap ${gapMs} ms`);
   });
 
-  it(`B-10 (a), C-01: a synchronous tool silent for ${SILENT_SECONDS} s completes through nginx; a keep-alive at least every 25 s`, async () => {
+  it(`Case B-10 (a), C-01: a synchronous tool silent for ${SILENT_SECONDS} s completes through nginx; a keep-alive at least every 25 s`, async () => {
     const done = await a.done;
     const final = a.final();
     assert.equal(done.how, 'end', `stream ended: ${done.how} ${done.error?.message ?? ''}; ${timeline(a)}`);
@@ -348,8 +348,8 @@ describe('B-10 (a)(b)(c): idle and streaming SSE through nginx (proxy_read_timeo
     assert.ok(gapMs <= MAX_GAP_MS, `largest gap ${gapMs} ms after frame ${afterFrame}: ${timeline(a)}`);
   });
 
-  it('B-10: requestTimeout cuts only a slow request, never a response (408 with a JSON-RPC body within BODY_READ_TIMEOUT_MS + 1 s); keepAliveTimeout outlives nginx\'s upstream pool', async () => {
-    // B-10: requestTimeout / headersTimeout / keepAliveTimeout must not cut SSE. Checked from
+  it('Case B-10: requestTimeout cuts only a slow request, never a response (408 with a JSON-RPC body within BODY_READ_TIMEOUT_MS + 1 s); keepAliveTimeout outlives nginx\'s upstream pool', async () => {
+    // case B-10: requestTimeout / headersTimeout / keepAliveTimeout must not cut SSE. Checked from
     // outside, without touching src:
     //  - requestTimeout (BODY_READ_TIMEOUT_MS, checked every second): a request whose body is
     //    still arriving after it is answered 408 and closed (issue 10: no stalled connections);
@@ -372,7 +372,7 @@ describe('B-10 (a)(b)(c): idle and streaming SSE through nginx (proxy_read_timeo
     assert.ok(t.cutMs !== undefined && t.cutMs <= BODY_READ_TIMEOUT_MS + NODE_CONNECTIONS_CHECK_MS + 1000, `cut after ${t.cutMs} ms`);
   });
 
-  it('B-10 (b), S-01..S-03: a subscriptions/listen stream idle for 10 minutes stays open, kept alive by comments', async () => {
+  it('Case B-10 (b), S-01..S-03: a subscriptions/listen stream idle for 10 minutes stays open, kept alive by comments', async () => {
     const until = bOpenedAt + IDLE_MS;
     const early = await Promise.race([b.done, sleep(Math.max(0, until - Date.now())).then(() => undefined)]);
     assert.equal(early, undefined, `the listen stream ended after ${early ? early.at - bOpenedAt : 0} ms: ${early?.how} ${early?.error?.message ?? ''}; ${timeline(b)}`);
@@ -392,7 +392,7 @@ describe('B-10 (a)(b)(c): idle and streaming SSE through nginx (proxy_read_timeo
     await waitFor(() => gatewayHolding(c!.gateways, listenId)[0]?.logs.some((l) => l.msg === 'listen.closed' && l.subscriptionId === listenId && l.graceful === false), 5000, 50, 'listen.closed on the gateway');
   });
 
-  it('B-10: nginx saw no upstream timeout, premature close or reset on these streams', async () => {
+  it('Case B-10: nginx saw no upstream timeout, premature close or reset on these streams', async () => {
     const { error, access } = nginx!.logs();
     assert.deepEqual(streamCutLines(error), [], `nginx error log:\n${error}`);
     assert.deepEqual(badAccessLines(access), [], `nginx access log:\n${access}`);

@@ -33,7 +33,7 @@ const describeFrames = (c: SseCall) =>
   c.frames.map((f) => `${f.at - c.sentAt}ms ${f.kind === 'comment' ? `:${f.text}` : f.text.slice(0, 200)}`).join('\n');
 
 /**
- * The B-12 invariants on one finished synchronous stream: ended by the server, the result is
+ * The case B-12 invariants on one finished synchronous stream: ended by the server, the result is
  * the last frame, every progress before it carries exactly `token` (value and JSON type),
  * strictly increasing, one constant `total`. Returns the progress params.
  */
@@ -73,7 +73,7 @@ async function assertProgressStream(s: SseCall, token: Token | undefined, total:
 /** Gateway log lines that would mean a write on a finished response. */
 const WRITE_AFTER_END = /headers already sent|write after end|ERR_STREAM_WRITE_AFTER_END|ERR_HTTP_HEADERS_SENT|ERR_STREAM_DESTROYED/i;
 
-describe('B-12: progress notification token and ordering', { concurrency: true }, () => {
+describe('Case B-12: progress notification token and ordering', { concurrency: true }, () => {
   let c: Cluster;
   before(async () => {
     c = await startCluster({ gateways: 2, workers: 2 });
@@ -87,13 +87,13 @@ describe('B-12: progress notification token and ordering', { concurrency: true }
     return undefined;
   }
   after(async () => {
-    // No gateway ever tried to write on a finished stream (B-12e).
+    // No gateway ever tried to write on a finished stream (case B-12e).
     const bad = c.gateways.flatMap((g) => g.logs).filter((l) => WRITE_AFTER_END.test(JSON.stringify(l)));
     await c?.stop();
     assert.deepEqual(bad, [], 'no write-after-end in gateway logs');
   });
 
-  it('B-12a: progress_sync(5, 1) with token "pt-7" → 5 progress (1..5 of 5) echoing "pt-7", then the result', async () => {
+  it('Case B-12a: progress_sync(5, 1) with token "pt-7" → 5 progress (1..5 of 5) echoing "pt-7", then the result', async () => {
     const s = call(c.urls[0]!, 'progress_sync', { steps: 5, intervalSeconds: 1 }, { tasks: false, meta: { progressToken: 'pt-7' } });
     const p = await assertProgressStream(s, 'pt-7', 5);
     assert.deepEqual(p.map((e) => e.progress), [1, 2, 3, 4, 5]);
@@ -102,7 +102,7 @@ describe('B-12: progress notification token and ordering', { concurrency: true }
     assert.equal((await s.response).headers['x-accel-buffering'], 'no', 'H-22: X-Accel-Buffering: no');
   });
 
-  it('B-12b: the numeric token 12345 stays a JSON number (and 0, a falsy integer, is still a token)', async () => {
+  it('Case B-12b: the numeric token 12345 stays a JSON number (and 0, a falsy integer, is still a token)', async () => {
     const s = call(c.urls[1]!, 'progress_sync', { steps: 5, intervalSeconds: 1 }, { tasks: false, meta: { progressToken: 12345 } });
     const zero = call(c.urls[0]!, 'progress_sync', { steps: 3, intervalSeconds: 0.5 }, { tasks: false, meta: { progressToken: 0 } });
     const p = await assertProgressStream(s, 12345, 5);
@@ -112,14 +112,14 @@ describe('B-12: progress notification token and ordering', { concurrency: true }
     assert.deepEqual(pz.map((e) => e.progress), [1, 2, 3]);
   });
 
-  it('B-12c: no token → no progress notification at all, only the result', async () => {
+  it('Case B-12c: no token → no progress notification at all, only the result', async () => {
     const s = call(c.urls[0]!, 'progress_sync', { steps: 5, intervalSeconds: 1 }, { tasks: false });
     await assertProgressStream(s, undefined, undefined);
     assert.equal(s.frames.filter((f) => f.kind === 'message').length, 1);
     assert.equal(s.final()!.result?.content?.[0]?.text, 'progress_sync: 5 steps done');
   });
 
-  it('B-12d: a task tool called with a token (Tasks declared) → JSON CreateTaskResult, no progress on the POST; tasks/get reports statusMessage; a listen stream on it carries no progress', async () => {
+  it('Case B-12d: a task tool called with a token (Tasks declared) → JSON CreateTaskResult, no progress on the POST; tasks/get reports statusMessage; a listen stream on it carries no progress', async () => {
     const s = call(c.urls[1]!, 'progress_sync', { steps: 5, intervalSeconds: 0.6 }, { meta: { progressToken: 'pt-d' } });
     const d = await s.done;
     assert.equal(d.how, 'end');
@@ -147,7 +147,7 @@ describe('B-12: progress notification token and ordering', { concurrency: true }
     assert.equal(g.messages.length, 0);
   });
 
-  it('B-12e: last progress right before the result (steps 20, 5 ms / 50 ms / 250 ms apart): all progress before the result, none after, increasing, total 20', async () => {
+  it('Case B-12e: last progress right before the result (steps 20, 5 ms / 50 ms / 250 ms apart): all progress before the result, none after, increasing, total 20', async () => {
     const runs = [0.005, 0.05, 0.25].map((interval, i) => ({
       interval,
       token: i === 1 ? 7000 + i : `pt-e-${i}`,
@@ -161,12 +161,12 @@ describe('B-12: progress notification token and ordering', { concurrency: true }
       if (r.interval === 0.005) assert.ok(p.length < 10, `coalesced to ≤ 1 per 200 ms (P-04): ${p.length} for 20 steps in ~0.1 s`);
       // Each relayed event arrives soon after its emission on the worker (same clock).
       const lat = p.map((e) => e.at - Number(/@(\d+)$/.exec(String(e.message))![1]));
-      console.log(`B-12e interval ${r.interval} s: ${p.length} progress, emission → client max ${Math.max(...lat)} ms; last progress → result ${r.s.frames.at(-1)!.at - p.at(-1)!.at} ms`);
+      console.log(`Case B-12e interval ${r.interval} s: ${p.length} progress, emission → client max ${Math.max(...lat)} ms; last progress → result ${r.s.frames.at(-1)!.at - p.at(-1)!.at} ms`);
       assert.equal(r.s.final()!.result?.content?.[0]?.text, 'progress_sync: 20 steps done');
     }
   });
 
-  it('B-12e under load: 20 concurrent calls (string and numeric tokens, both gateways): each stream only its own token, nothing after the result', async () => {
+  it('Case B-12e under load: 20 concurrent calls (string and numeric tokens, both gateways): each stream only its own token, nothing after the result', async () => {
     const runs = Array.from({ length: 20 }, (_, i) => {
       const token: Token = i % 2 ? 90_000 + i : `pt-load-${i}`;
       const interval = [0.005, 0.02, 0.05, 0.1][i % 4]!;
@@ -179,10 +179,10 @@ describe('B-12: progress notification token and ordering', { concurrency: true }
       assert.equal(r.s.final()!.result?.content?.[0]?.text, 'progress_sync: 20 steps done');
       frames += p.length;
     }
-    console.log(`B-12e load: 20 calls, ${frames} progress notifications, none after a result`);
+    console.log(`Case B-12e load: 20 calls, ${frames} progress notifications, none after a result`);
   });
 
-  it('B-12e: the result follows the task\'s completion promptly (< 500 ms) when the last progress was published just before it (24 calls, 4 at a time)', async () => {
+  it('Case B-12e: the result follows the task\'s completion promptly (< 500 ms) when the last progress was published just before it (24 calls, 4 at a time)', async () => {
     // The worker publishes the last progress and, a millisecond later, the completion. The
     // gateway woken by that last progress must still see the completion at once, not at its 1 s
     // backstop re-read (a wake-up lost between reading the record and waiting again).
@@ -205,11 +205,11 @@ describe('B-12: progress notification token and ordering', { concurrency: true }
       );
     }
     const slow = delays.filter((d) => d >= 500);
-    console.log(`B-12e: task completed → result on the stream (ms): ${delays.join(', ')}; ${slow.length}/${delays.length} ≥ 500 ms`);
+    console.log(`Case B-12e: task completed → result on the stream (ms): ${delays.join(', ')}; ${slow.length}/${delays.length} ≥ 500 ms`);
     assert.deepEqual(slow, [], `every result within 500 ms of the completion (${delays.join(', ')} ms)`);
   });
 
-  it('B-12d/e: a stream closed mid-call gets nothing more and the call is cancelled (no write to a closed stream)', async () => {
+  it('Case B-12d/e: a stream closed mid-call gets nothing more and the call is cancelled (no write to a closed stream)', async () => {
     const s = call(c.urls[0]!, 'progress_sync', { steps: 50, intervalSeconds: 0.1 }, { tasks: false, meta: { progressToken: 'pt-close' } });
     await s.waitFrame((f) => f.message?.method === 'notifications/progress', 10_000);
     s.close();

@@ -80,7 +80,7 @@ async function workingRecords(c: Cluster): Promise<string[]> {
   return out;
 }
 
-describe('B-16: status driven by lossy queue events', () => {
+describe('Case B-16: status driven by lossy queue events', () => {
   let c: Cluster | undefined;
   let throwaway: ThrowawayRedis | undefined;
   afterEach(async () => {
@@ -94,7 +94,7 @@ describe('B-16: status driven by lossy queue events', () => {
     await throwaway?.stop();
   });
 
-  it('B-16a + B-16b: 2,000 tasks of 10 ms at ~200/s while every gateway replica is restarted → all terminal via tasks/get, 0 stuck working (T-13, T-21)', async () => {
+  it('Case B-16a + B-16b: 2,000 tasks of 10 ms at ~200/s while every gateway replica is restarted → all terminal via tasks/get, 0 stuck working (T-13, T-21)', async () => {
     c = await startCluster({ gateways: 2, workers: 2 });
     const cluster = c;
     const live = [...c.urls];
@@ -174,7 +174,7 @@ describe('B-16: status driven by lossy queue events', () => {
     assert.deepEqual(await perTaskSubscriptions(c.redis, c.prefix), []);
   });
 
-  it('B-16c: a waiting task whose BullMQ job is removed becomes failed ("job lost") within RECONCILE_AFTER_MS + RECONCILE_INTERVAL_MS (T-14, T-21)', async () => {
+  it('Case B-16c: a waiting task whose BullMQ job is removed becomes failed ("job lost") within RECONCILE_AFTER_MS + RECONCILE_INTERVAL_MS (T-14, T-21)', async () => {
     c = await startCluster({ gateways: 1, workers: 1 });
     const url = c.urls[0]!;
     // No worker: the step job stays queued (`prioritized`: every step job has a priority).
@@ -221,7 +221,7 @@ describe('B-16: status driven by lossy queue events', () => {
     }
   });
 
-  it('B-16d: the gateways\' event-subscription connections are cut again and again for 8 s → every task and every held synchronous call still ends; no per-task waiters remain (T-21, D5)', async () => {
+  it('Case B-16d: the gateways\' event-subscription connections are cut again and again for 8 s → every task and every held synchronous call still ends; no per-task waiters remain (T-21, D5)', async () => {
     // A throwaway Redis, so killing pub/sub clients touches nobody else.
     throwaway = await startRedis();
     c = await startCluster({ gateways: 2, workers: 2, redisUrl: throwaway.url });

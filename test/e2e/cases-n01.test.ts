@@ -18,7 +18,7 @@ const PUBLIC_URL = 'https://mcp.test.example/mcp';
 const KEY_ALICE = 'alice-key-0123456789abcdef';
 const KEY_BOB = 'bob-key-0123456789abcdef00';
 
-describe('N-01, B-14, N-04: tasks are bound to their principal; credentials never leak', () => {
+describe('cases N-01, B-14, N-04: tasks are bound to their principal; credentials never leak', () => {
   let c: Cluster;
   let jwks: JwksServer;
   let key: SigningKey;
@@ -126,7 +126,7 @@ describe('N-01, B-14, N-04: tasks are bound to their principal; credentials neve
     });
   }
 
-  it('B-14: no credentials → 401 + WWW-Authenticate naming the metadata document; a bad token → 401 invalid_token; tasks/list → 404 -32601; 10,000 task ids are unique UUIDv4 (122 random bits)', async () => {
+  it('Case B-14: no credentials → 401 + WWW-Authenticate naming the metadata document; a bad token → 401 invalid_token; tasks/list → 404 -32601; 10,000 task ids are unique UUIDv4 (122 random bits)', async () => {
     const g = c.urls[0]!;
     const none = await getTask(g, randomUUID());
     assert.equal(none.status, 401);

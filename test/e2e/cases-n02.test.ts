@@ -19,7 +19,7 @@ const BOB = 'bob-key-0123456789abcdef00';
 const K1 = 'k1:first-secret-0123456789abcdefghijklmn';
 const K2 = 'k2:second-secret-0123456789abcdefghijklm';
 
-describe('N-02, B-17: continuations are bound, single use, rotated with their keys', () => {
+describe('cases N-02, B-17: continuations are bound, single use, rotated with their keys', () => {
   let c: Cluster;
   let dir: string;
   before(async () => {
@@ -67,7 +67,7 @@ describe('N-02, B-17: continuations are bound, single use, rotated with their ke
     assert.equal(again.body.result?.resultType, 'input_required', JSON.stringify(again.body));
     const s2 = again.body.result!.requestState as string;
     refused(await retry(g1, 'm1', s), 'the state a re-ask superseded');
-    // The newer state works once, on another gateway (the keys are shared, B-17a).
+    // The newer state works once, on another gateway (the keys are shared, case B-17a).
     const done = await retry(g1, 'm1', s2);
     assert.equal(done.body.result?.content?.[0]?.text, 'ran: m1', JSON.stringify(done.body));
     refused(await retry(g2, 'm1', s2), 'after the flow completed');
@@ -77,7 +77,7 @@ describe('N-02, B-17: continuations are bound, single use, rotated with their ke
     for (const secret of ['alice', ALICE, K1.split(':')[1]!]) assert.ok(!payload.includes(secret), `the payload holds ${secret}: ${payload}`);
   });
 
-  it('B-17(h): the valid retry sent twice at once to two gateways runs the step at most once; the other copy is refused', async () => {
+  it('Case B-17(h): the valid retry sent twice at once to two gateways runs the step at most once; the other copy is refused', async () => {
     const [g1, g2] = c.urls as [string, string];
     const s = await ask(g1, 'h1');
     const [a, b] = await Promise.all([retry(g1, 'h1', s), retry(g2, 'h1', s)]);
@@ -88,7 +88,7 @@ describe('N-02, B-17: continuations are bound, single use, rotated with their ke
     assert.equal(runs('h1'), 1);
   });
 
-  it('N-02, B-17(f): a state signed with a key still in the ring is accepted after rotation; once the key is removed it is refused', async () => {
+  it('cases N-02, B-17(f): a state signed with a key still in the ring is accepted after rotation; once the key is removed it is refused', async () => {
     const s = await ask(c.urls[0]!, 'r1');
     const rotated = await c.addGateway({ REQUEST_STATE_KEYS: `${K2},${K1}` });
     const ok = await retry(rotated.url!, 'r1', s);
@@ -103,7 +103,7 @@ describe('N-02, B-17: continuations are bound, single use, rotated with their ke
     assert.equal(runs('r3'), 0);
   });
 
-  it('B-17(d): a state past REQUEST_STATE_TTL_S is refused', async () => {
+  it('Case B-17(d): a state past REQUEST_STATE_TTL_S is refused', async () => {
     const short = await c.addGateway({ REQUEST_STATE_TTL_S: '1' });
     const s = await ask(short.url!, 'd1');
     await new Promise((r) => setTimeout(r, 2200));

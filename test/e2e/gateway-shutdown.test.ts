@@ -1,5 +1,5 @@
 /**
- * Gateway shutdown (B-07, B-10 d): on SIGTERM it drains — /readyz fails and responses say
+ * Gateway shutdown (cases B-07, B-10 d): on SIGTERM it drains — /readyz fails and responses say
  * `Connection: close` — then stops accepting and lets in-flight requests finish; a synchronous
  * call in flight gets its result instead of being cut (and cancelled); one that would outlast
  * the grace period is handed off as a task (`task_status`), never cancelled by a deploy.

@@ -1,7 +1,7 @@
 /**
  * A Redis that loses its data (restart without persistence, failover to an empty replica):
  * processes reconnect and the reconciler's schedule, which lives in Redis, comes back
- * (otherwise every reconciler backstop, B-16, would be off until a worker restart).
+ * (otherwise every reconciler backstop, case B-16, would be off until a worker restart).
  */
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';

@@ -118,7 +118,7 @@ describe('synchronous calls (no Tasks extension on the request)', () => {
     assert.match(second.body.result!.content[0].text, /team/);
   });
 
-  it('the same MRTR retry sent twice: the second copy is refused (single use, M-07, B-17h) and the first completes', async () => {
+  it('the same MRTR retry sent twice: the second copy is refused (single use, M-07, case B-17h) and the first completes', async () => {
     const first = await callTool(c.urls[0]!, 'deep_research', { topic: 'ants' }, { tasks: false });
     const [key] = Object.keys(first.body.result!.inputRequests);
     const extra = { inputResponses: { [key!]: { action: 'accept', content: { audience: 'company' } } }, requestState: first.body.result!.requestState };

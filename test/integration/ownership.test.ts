@@ -1,6 +1,6 @@
 /**
- * Integration tests of the owner check inside the transition scripts (T-44, cases N-01 and
- * B-14; issue 10 §2): `applyInputResponses-1.lua` and `requestCancel-1.lua` take the caller's
+ * Integration tests of the owner check inside the transition scripts (T-44; cases N-01, B-14;
+ * issue 10 §2): `applyInputResponses-1.lua` and `requestCancel-1.lua` take the caller's
  * principal and the mode its method serves, and answer another principal's task (or a task of
  * another mode) exactly like an unknown id, writing and publishing nothing. Also the guard that
  * keeps a request with 100,000 answer keys away from the script's arguments (issue 10 §5).
@@ -100,7 +100,7 @@ after(async () => {
   await Promise.all([redis.quit(), sub.quit()]);
 });
 
-describe('N-01 / B-14: tasks/update (applyInputResponses) checks the owner inside the script', () => {
+describe('cases N-01 / B-14: tasks/update (applyInputResponses) checks the owner inside the script', () => {
   it('another principal\'s answers get "gone", exactly like an unknown id, and change nothing (record, expiry, channel)', async () => {
     for (const [owner, other] of [
       [ALICE, MALLORY],
@@ -157,7 +157,7 @@ describe('N-01 / B-14: tasks/update (applyInputResponses) checks the owner insid
   });
 });
 
-describe('N-01 / B-14: tasks/cancel (requestCancel) checks the owner inside the script', () => {
+describe('cases N-01 / B-14: tasks/cancel (requestCancel) checks the owner inside the script', () => {
   it('another principal\'s cancel of a parked, a running and a finished task is "gone" like an unknown id: no write, no PUBLISH', async () => {
     await published(store.cancelChannel);
     const tasks = [await parked(), await running()];

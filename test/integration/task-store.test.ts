@@ -728,7 +728,7 @@ describe('notifications: every status change is PUBLISHed on <prefix>:task:<id>'
   });
 });
 
-describe('progress stream of synchronous calls (D5, B-12)', () => {
+describe('progress stream of synchronous calls (D5, case B-12)', () => {
   it('a sync task\'s progress events go to a capped stream with the record\'s expiry, and are announced; a task-mode task writes none', async () => {
     const sync = await newTask({ mode: 'sync' });
     const f = await claim(sync.taskId);

@@ -37,7 +37,7 @@ export interface RpcResponse {
 
 let nextId = 1;
 
-/** The Mcp-Name source for a method (H-09 table, T-42). */
+/** The Mcp-Name source for a method (SEP-2243 table, spec transport §2.3; T-42). */
 function nameFor(method: string, params: Record<string, any>): string | undefined {
   if (method === 'tools/call' || method === 'prompts/get') return params.name;
   if (method === 'resources/read') return params.uri;

@@ -14,7 +14,7 @@ import { delimiter, join } from 'node:path';
 import { freePort, sleep } from './cluster.js';
 
 export const NGINX_INSTALL_HINT =
-  'nginx is not installed: the B-10 tests need a real nginx in front of the gateways. ' +
+  'nginx is not installed: the case B-10 tests need a real nginx in front of the gateways. ' +
   'Install it with `DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends nginx-light` ' +
   '(or the `nginx` package; .ci/run does this), or point NGINX_BIN at an nginx binary.';
 
@@ -44,7 +44,7 @@ export interface NginxOptions {
   upstreams: string[];
   /** Extra directives inside the proxied `location` (e.g. to try a mutation locally). */
   extraConf?: string;
-  /** `proxy_read_timeout` (default `60s`, as in B-10). */
+  /** `proxy_read_timeout` (default `60s`, as in case B-10). */
   readTimeout?: string;
 }
 
@@ -77,7 +77,7 @@ const hostPort = (u: string) => {
 
 function configFor(dir: string, port: number, o: NginxOptions): string {
   const user = process.getuid?.() === 0 ? 'user root root;' : '';
-  return `# written by test/support/nginx.ts (B-10)
+  return `# written by test/support/nginx.ts (case B-10)
 daemon off;
 master_process on;
 worker_processes 1;
@@ -118,7 +118,7 @@ ${o.upstreams.map((u) => `    server ${hostPort(u)};`).join('\n')}
       proxy_set_header Host $host;
       proxy_read_timeout ${o.readTimeout ?? '60s'};
       # proxy_buffering stays at its default (on): the gateway's X-Accel-Buffering: no must turn
-      # it off per response (B-10). nginx hides X-Accel-* response headers from the client by
+      # it off per response (case B-10). nginx hides X-Accel-* response headers from the client by
       # default; pass this one through so the client can check it was sent.
       proxy_pass_header X-Accel-Buffering;
 ${o.extraConf ?? ''}

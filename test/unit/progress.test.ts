@@ -14,7 +14,7 @@ function relay(token: string | number | undefined, heartbeatMs = 15_000, start =
 }
 const row = (n: number, event: { progress: number; total?: number; message?: string }) => ({ id: `${n}-0`, event });
 
-describe('progressTokenOf (B-12: the token is echoed with its exact value and type)', () => {
+describe('progressTokenOf (case B-12: the token is echoed with its exact value and type)', () => {
   it('accepts a string or an integer and keeps the type', () => {
     assert.equal(progressTokenOf({ progressToken: 'pt-7' }), 'pt-7');
     assert.equal(progressTokenOf({ progressToken: 12345 }), 12345);
@@ -48,7 +48,7 @@ describe('ProgressRelay', () => {
     assert.equal(r.lastId, '4-0', 'dropped events are still consumed');
   });
 
-  it('without a token nothing is sent and no heartbeat is ever due (P-02, B-12c)', async () => {
+  it('without a token nothing is sent and no heartbeat is ever due (P-02, case B-12c)', async () => {
     const { r, sent } = relay(undefined);
     await r.push([row(1, { progress: 1 })]);
     assert.equal(r.heartbeatDueIn(), Infinity);
@@ -56,7 +56,7 @@ describe('ProgressRelay', () => {
     assert.deepEqual(sent, []);
   });
 
-  it('after close() nothing more is sent, not even events already read (P-02, B-12e)', async () => {
+  it('after close() nothing more is sent, not even events already read (P-02, case B-12e)', async () => {
     const { r, sent } = relay('t');
     await r.push([row(1, { progress: 1 })]);
     r.close();

@@ -75,7 +75,7 @@ describe('createRequestStateRing: round trip and binding', () => {
   });
 });
 
-describe('createRequestStateRing: tampering and malformed input (B-17 b)', () => {
+describe('createRequestStateRing: tampering and malformed input (case B-17 b)', () => {
   it('every single-character change anywhere in the state that changes its bytes is refused', async () => {
     const ring = createRequestStateRing<Round>({ keys: [{ kid: 'k1', secret: S1 }], ttlSeconds: 600 });
     const s = await ring.mint(PAYLOAD, ALICE);
@@ -128,7 +128,7 @@ describe('createRequestStateRing: tampering and malformed input (B-17 b)', () =>
   });
 });
 
-describe('createRequestStateRing: expiry on the injected clock (B-17 d)', () => {
+describe('createRequestStateRing: expiry on the injected clock (case B-17 d)', () => {
   it('valid until ttlSeconds after minting, refused from then on', async () => {
     let t = 1_800_000_000_000;
     const ring = createRequestStateRing<Round>({ keys: [{ kid: 'k1', secret: S1 }], ttlSeconds: 60, now: () => t });
@@ -151,7 +151,7 @@ describe('createRequestStateRing: expiry on the injected clock (B-17 d)', () => 
   });
 });
 
-describe('createRequestStateRing: rotation and key ids (B-17 f, N-02)', () => {
+describe('createRequestStateRing: rotation and key ids (cases B-17 f, N-02)', () => {
   it('signs with the first key; a state of a key still in the ring verifies; once removed it is refused', async () => {
     const before = createRequestStateRing<Round>({ keys: [{ kid: 'k1', secret: S1 }], ttlSeconds: 600 });
     const during = createRequestStateRing<Round>({ keys: [{ kid: 'k2', secret: S2 }, { kid: 'k1', secret: S1 }], ttlSeconds: 600 });

@@ -6,7 +6,7 @@
  * conformance suite sends `{"unknown-key":{"ignored":true}}` and expects an ack). An answer to
  * an elicitation must be an ElicitResult (`action` accept | decline | cancel); an accepted
  * form's `content` must satisfy the `requestedSchema` the server sent (E-05, checked with Ajv,
- * JSON Schema 2020-12). Errors are JSON-RPC `-32602` (B-05.2).
+ * JSON Schema 2020-12). Errors are JSON-RPC `-32602` (case B-05.2).
  *
  * What is kept (`acceptedAnswers`): only answers to outstanding keys, each reduced to what its
  * request asked for — `action`, and for an accepted form only the fields its `requestedSchema`

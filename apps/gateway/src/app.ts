@@ -48,7 +48,7 @@ export async function buildApp(deps: AppDeps): Promise<GatewayApp> {
     bodyLimit: config.maxBodyBytes,
     // A request (headers and body) must arrive within BODY_READ_TIMEOUT_MS (slow clients are cut
     // with 408, checked every second). Node applies it to receiving the request only: long SSE
-    // responses are never cut by the server (B-10); no idle-socket timeout either; keep-alive
+    // responses are never cut by the server (case B-10); no idle-socket timeout either; keep-alive
     // above common load balancer idle timeouts (60 s).
     requestTimeout: config.limits.bodyReadTimeoutMs,
     http: { headersTimeout: Math.min(60_000, config.limits.bodyReadTimeoutMs), connectionsCheckingInterval: 1000 },

@@ -26,7 +26,7 @@
  * | -32021  | 400  | client capability missing (tasks extension, elicitation)    | T-04, T-05, T-49, B-07 |
  * | -32022  | 400  | unsupported protocol version                                | H-12        |
  * | -31429  | 429  | a per-principal limit (rate, outstanding tasks, listen streams), with `Retry-After` | D9, N-08 |
- * | (none)  | 431  | request headers too large (Node)                            | B-03        |
+ * | (none)  | 431  | request headers too large (Node)                            | case B-03   |
  *
  * A synchronous call's errors travel in its SSE stream (HTTP 200 already sent), except the
  * ones decided before the stream opens (`-32021`, bad arguments, unknown tool: the call has no

@@ -13,7 +13,7 @@
  *     made it and whichever gateway holds this stream (the task's Redis channel, re-read on
  *     every message and every `RECHECK_MS` as a backstop, D5). No progress or log
  *     notifications on this stream (T-41, H-24).
- *  3. `: keepalive` comments every SSE_KEEPALIVE_MS (B-10).
+ *  3. `: keepalive` comments every SSE_KEEPALIVE_MS (case B-10).
  *  4. On shutdown: the final result `{resultType:"complete", _meta:{subscriptionId}}`, then the
  *     stream ends (spec transport §5). The client closing the stream ends the subscription.
  * Every notification and the final result carry `_meta["io.modelcontextprotocol/subscriptionId"]`

@@ -65,7 +65,7 @@ export async function askRound(gw: Gateway, call: Call, k: MrtrRound['k'], tool:
 /**
  * Continues a gateway-run round: validates the answers against the requests issued (E-05),
  * asks again when one is missing (M-08) — spending the old state first — and otherwise spends
- * the continuation so a replayed retry cannot run the next step twice (M-07, B-17h).
+ * the continuation so a replayed retry cannot run the next step twice (M-07, case B-17h).
  * @returns the step to run, its state and the accepted answers, or the `input_required` to send back.
  */
 export async function continueRound(gw: Gateway, call: Call, k: MrtrRound['k'], name: string, args: unknown, responses: Record<string, unknown>) {

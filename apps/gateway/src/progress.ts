@@ -2,14 +2,14 @@
  * Progress of a synchronous call, relayed from the task's progress stream to the request's SSE
  * response as `notifications/progress` (design D6; spec transport §7):
  *  - only when the request carried `_meta.progressToken` (P-02), echoed with its exact value and
- *    JSON type (a number stays a number, B-12);
+ *    JSON type (a number stays a number, case B-12);
  *  - `progress` strictly increasing (P-01): a report that does not increase is dropped;
  *  - `total` only when the tool gave one; `message` at most 200 characters (clients cut there);
  *  - a heartbeat when nothing was sent for `heartbeatMs` (≤ 30 s), with a value that still
  *    increases and stays below `total` (once the tool reported all of `total`, the heartbeat
  *    omits `total`), so client idle timers (Claude Code: 5 min, reset only by
  *    progress) never fire;
- *  - nothing once `close()` was called (after the final response, P-02; B-12e).
+ *  - nothing once `close()` was called (after the final response, P-02; case B-12e).
  * The rate limit (one per `PROGRESS_MIN_INTERVAL_MS`, P-04) is applied where progress is
  * produced, on the worker, so Redis carries no more than the client gets.
  */

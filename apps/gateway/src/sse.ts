@@ -1,5 +1,5 @@
 /**
- * SSE plumbing shared by the responses the gateway streams (H-22, B-10): every
+ * SSE plumbing shared by the responses the gateway streams (H-22, case B-10): every
  * `text/event-stream` response sends its headers and a first comment line the moment they are
  * written, so a client sees its first byte at once (Claude Code aborts a request with no byte
  * in 60 s; Node otherwise holds the headers until the first body chunk, which for a quiet tool

@@ -91,7 +91,7 @@ export async function waitSync(gw: Gateway, call: Call, taskId: string, tool: To
       if (!rec) throw new ProtocolError(ErrorCode.InternalError, 'The task record expired before the tool finished');
       if (rec.status !== 'working') {
         // Every progress event was written before the status changed: relay them all, then
-        // nothing more (P-02, B-12e).
+        // nothing more (P-02, case B-12e).
         await pump();
         relay.close();
       }

@@ -4,7 +4,7 @@
  * `sync` (the gateway holds the request until the result).
  *
  * If either write fails the client gets `-32603` and nothing is left behind: the record and the
- * job are removed once Redis answers again (B-02c). If the client vanishes before the handle
+ * job are removed once Redis answers again (case B-02c). If the client vanishes before the handle
  * reaches it, the route cancels the task (nobody knows its id).
  */
 import { newTaskId, stepJobId, TaskIdTakenError, type TaskMode, type TaskRecord } from '@mcp-tasks/task-store';
@@ -107,7 +107,7 @@ export async function startTask(gw: Gateway, call: Call, tool: ToolDefinition, a
   try {
     await queues.enqueueStep(rec.taskId, 1, { priority });
   } catch (e) {
-    // Nothing may be left behind without a handle (D4, B-02c): the client gets an error.
+    // Nothing may be left behind without a handle (D4, case B-02c): the client gets an error.
     log.error({ err: (e as Error).message, taskId: rec.taskId }, 'task.enqueue_failed');
     void removeAbandoned(gw, rec.taskId, call.principal);
     throw storeUnavailable();

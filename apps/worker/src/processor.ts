@@ -130,7 +130,7 @@ export function createStepProcessor(deps: ProcessorDeps) {
     // Progress: coalesced to one write per `progressMinIntervalMs` (leading edge, and the last
     // value always lands); writes are chained so they reach Redis in order, and the pending one
     // is flushed before the step's final write, so a synchronous caller gets every progress
-    // event before the result (B-12e).
+    // event before the result (case B-12e).
     let lastProgressAt = 0;
     let pending: { done: number; total?: number; message?: string } | undefined;
     let trailing: ReturnType<typeof setTimeout> | undefined;

@@ -48,7 +48,7 @@ const schema = z.object({
   TASK_TTL_MS: intMs(86_400_000, 1000),
   /** `pollIntervalMs` suggested to clients (T-17). Default 2000 ms. */
   TASK_POLL_INTERVAL_MS: intMs(2000, 100),
-  /** How long a task may wait in `input_required` before it ends `failed` (B-05). Default 6 h. */
+  /** How long a task may wait in `input_required` before it ends `failed` (case B-05). Default 6 h. */
   TASK_INPUT_TIMEOUT_MS: intMs(21_600_000, 500),
   /** Lifetime of a minted `requestState`, in seconds. */
   REQUEST_STATE_TTL_S: z.coerce.number().int().min(1).default(600),
@@ -63,7 +63,7 @@ const schema = z.object({
   SHUTDOWN_DRAIN_DELAY_MS: intMs(5000, 0),
   /** A synchronous call whose gateway stopped renewing its hold this long is cancelled (a killed gateway, C-01). */
   SYNC_HOLDER_TIMEOUT_MS: intMs(15_000, 1000),
-  /** How often the reconciler looks for tasks whose job was lost (B-16). */
+  /** How often the reconciler looks for tasks whose job was lost (case B-16). */
   RECONCILE_INTERVAL_MS: intMs(5000, 200),
   /** A `working` task untouched this long is checked against its BullMQ job. */
   RECONCILE_AFTER_MS: intMs(10_000, 100),
@@ -92,7 +92,7 @@ const schema = z.object({
   PROGRESS_MIN_INTERVAL_MS: intMs(200, 0),
   /** A synchronous call with a progressToken gets a progress notification at least this often (client idle timers). Max 30 s. */
   PROGRESS_HEARTBEAT_MS: z.coerce.number().int().min(1000).max(30_000).default(15_000),
-  /** SSE comment keep-alive interval on every stream (H-22, B-10). Max 20 s: a margin under the 25 s proxies are told to expect. */
+  /** SSE comment keep-alive interval on every stream (H-22, case B-10). Max 20 s: a margin under the 25 s proxies are told to expect. */
   SSE_KEEPALIVE_MS: z.coerce.number().int().min(1000).max(20_000).default(15_000),
   /** `testing` tool set only: directory where `side_effect` writes its marker files. */
   TESTING_SIDE_EFFECT_DIR: z.string().optional(),

@@ -3,7 +3,7 @@
  * holding a synchronous request or a task listen stream open. Messages are hints (D5): the
  * holder re-reads the record on every message and at least every second (sync) or 5 s
  * (listen), so a lost message costs at most that. Listeners exist only while a request is
- * open (no per-task memory otherwise, B-16).
+ * open (no per-task memory otherwise, case B-16).
  */
 import type { Redis } from 'ioredis';
 

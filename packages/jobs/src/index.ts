@@ -100,7 +100,7 @@ export class JobQueues {
   }
 
   /**
-   * Schedules the end of an `input_required` wait (B-05.6). No priority on purpose: once due it
+   * Schedules the end of an `input_required` wait (case B-05.6). No priority on purpose: once due it
    * runs before every queued step (one script call), never behind a principal's backlog.
    */
   async scheduleInputTimeout(taskId: string, step: number, delayMs: number): Promise<void> {

@@ -20,7 +20,7 @@ export function redisOptions(role: RedisRole): RedisOptions {
         maxRetriesPerRequest: 1,
         enableOfflineQueue: false,
         // A command that failed for the caller must not be sent again after a reconnect: the
-        // client already got an error (B-02c: no task or job may appear afterwards).
+        // client already got an error (case B-02c: no task or job may appear afterwards).
         autoResendUnfulfilledCommands: false,
         commandTimeout: 2000,
         retryStrategy,

@@ -4,7 +4,7 @@
 -- req:<key> (outstanding input request JSON), resp:<key> (answer JSON), used:<key>,
 -- state, result, error, cancelRequested, jobOwner, reruns.
 
--- T-44 (N-01, B-14): a client request acts only on a task of its own principal and of the mode
+-- T-44 (cases N-01, B-14): a client request acts only on a task of its own principal and of the mode
 -- its method serves (`task` for tasks/*, `sync` for a synchronous call's retry). Any other task
 -- is answered exactly like an unknown id ('gone'), before anything is read or written.
 -- `wantOwner` / `wantMode` = '' for system callers (reconciler, a synchronous call's disconnect).

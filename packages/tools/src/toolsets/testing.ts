@@ -8,7 +8,7 @@ import { join } from 'node:path';
 import { z } from 'zod';
 import { accepted, defineTool, elicitForm, inputRequired, mcpHeader, structuredResult, textResult, ToolProtocolError, type ToolResult } from '../kit.js';
 
-/** `slow_echo(seconds, text?)`: sleeps, then echoes. B-02, B-07, B-16. */
+/** `slow_echo(seconds, text?)`: sleeps, then echoes. Cases B-02, B-07, B-16. */
 export const slowEcho = defineTool({
   name: 'slow_echo',
   description: 'Sleeps `seconds` (0-3600, fractions allowed), reporting progress each second (none with `quiet`), then echoes `text`.',
@@ -31,7 +31,7 @@ export const slowEcho = defineTool({
   },
 });
 
-/** `ask_confirm(question?)`: one elicitation (key `confirm`), then answers. B-05, B-14. */
+/** `ask_confirm(question?)`: one elicitation (key `confirm`), then answers. Cases B-05, B-14. */
 export const askConfirm = defineTool({
   name: 'ask_confirm',
   description: 'Asks the user to confirm (one form elicitation with a boolean, `rounds` times, default 1), then reports the last answer.',
@@ -78,7 +78,7 @@ export const askConfirm = defineTool({
 
 /**
  * `progress_sync(steps, intervalSeconds)`: `steps` progress reports `intervalSeconds` apart
- * (`progress` = step number, `total` = steps), then a result. B-09, B-10, B-12. With
+ * (`progress` = step number, `total` = steps), then a result. Cases B-09, B-10, B-12. With
  * `stamp`, each message carries the emission time (`@<unix ms>`) for latency measurements.
  */
 export const progressSync = defineTool({
