@@ -179,7 +179,14 @@ export async function startProcess(kind: 'gateway' | 'worker', env: Record<strin
       await p.stop('SIGKILL');
     },
   };
-  await p.waitLog((l) => l.msg === `${kind}.ready`, 30_000);
+  try {
+    await p.waitLog((l) => l.msg === `${kind}.ready`, 30_000);
+  } catch (e) {
+    // A process that never became ready belongs to no cluster, so no stop() would reach it:
+    // kill it here, or it outlives the test file (and keeps its runner from exiting).
+    await p.kill();
+    throw e;
+  }
   return p;
 }
 
