@@ -6,27 +6,31 @@
  *
  * | code    | HTTP | when                                                        | source      |
  * |---------|------|-------------------------------------------------------------|-------------|
- * | -32700  | 400  | body is not JSON                                            | JSON-RPC    |
+ * | -32700  | 400  | body is not JSON; an HTTP request Node cannot parse (client-errors.ts) | JSON-RPC |
  * | -32600  | 400  | not a JSON-RPC request; a batch; an id not string/integer   | B-01, N-07  |
  * | -32600  | 400  | body nested deeper than 64 levels; malformed `Host`         |             |
  * | -32600  | 401  | no / bad credentials (+ `WWW-Authenticate`, auth/challenge) | H-04, D9    |
  * | -32600  | 403  | `Origin` / `Host` not allowed; JWT without a required scope | H-03, H-04  |
  * | -32600  | 413  | body larger than MAX_BODY_BYTES                             | D10         |
  * | -32600  | 415  | `Content-Type` not application/json                         | H-07        |
+ * | -32600  | 408  | headers and body not received within BODY_READ_TIMEOUT_MS (client-errors.ts) | case B-10 |
+ * | -32000  | 405  | GET or DELETE on the endpoint (the SDK's answer; no GET stream) | H-02     |
  * | -32601  | 404  | unknown method, `tasks/list`, `tasks/result`                | H-13, T-47  |
  * | -32602  | 400  | required `_meta` missing                                    | B-05, T-50  |
  * | -32602  | 200  | unknown tool, arguments > MAX_ARGUMENTS_BYTES, unknown/expired/foreign task | T-33, T-37 |
  * | -32602  | 200  | unknown prompt, missing prompt argument, unknown resource (`data.uri`) | SEP-2164 |
  * | (none)  | 200  | arguments the tool's schema refuses: an `isError` tool result | SEP-1303  |
+ * | (none)  | 200  | a 2025 client calling a task-only tool or one that asks: an `isError` result saying what it needs (tools-call.ts) | T-07 |
  * | -32603  | 200  | internal error while handling; listen limit (1,024/process) | JSON-RPC    |
  * | -32602  | 200  | `subscriptions/listen` `taskIds` not an array of ≤100 strings | T-39      |
  * | -32603  | 503  | Redis unreachable or not answering; the issuer's JWKS unreachable (with `Retry-After`) | D10, D9 |
  * | -32603  | 200  | an unexpected exception in a tool: generic message + `data.errorId` | D9          |
- * | -32020  | 400  | `MCP-Protocol-Version` / `Mcp-Method` / `Mcp-Name` / `Mcp-Param-*` mismatch | H-11, H-15, H-17 |
- * | -32021  | 400  | client capability missing (tasks extension, elicitation)    | T-04, T-05, T-49, B-07 |
+ * | -32020  | 400  | `MCP-Protocol-Version` / `Mcp-Method` / `Mcp-Name` / `Mcp-Param-*` mismatch | H-11, H-15, H-17, T-42 |
+ * | -32021  | 400  | client capability missing (tasks extension, elicitation) on the 2026 wire | T-04, T-05, T-49, B-07 |
  * | -32022  | 400  | unsupported protocol version                                | H-12        |
  * | -31429  | 429  | a per-principal limit (rate, outstanding tasks, listen streams), with `Retry-After` | D9, N-08 |
- * | (none)  | 431  | request headers too large (Node)                            | case B-03   |
+ * | -32600  | 431  | request headers too large (Node's limit; client-errors.ts)  | case B-03   |
+ * | -32603  | 500  | an error no handler answered (app.ts error handler)         | D10         |
  *
  * A synchronous call's errors travel in its SSE stream (HTTP 200 already sent), except the
  * ones decided before the stream opens (`-32021`, bad arguments, unknown tool: the call has no
