@@ -16,7 +16,9 @@
  * Inspector's ordinary `tools/call` still runs through `@modelcontextprotocol/ext-tasks` with
  * the extension declared ("allow" a task), so a task-only tool (`failing_job`) runs end to
  * end: CreateTaskResult, `tasks/get` polls on both gateways, the final result printed. In the
- * legacy era there are no tasks, so the same tool is refused.
+ * legacy era there are no tasks, so the same tool is answered with an `isError` result saying
+ * why (a 2025 client cannot declare the 2026 extension, so `-32021` would tell it nothing it
+ * can act on; apps/gateway/src/tools-call.ts), which the Inspector prints and exits 5 for.
  *
  * The first run installs tools/conformance and tools/inspector (`npm ci`, about 20 s).
  */
@@ -73,7 +75,7 @@ describe('MCP Inspector CLI 2.12.0 (both eras, bearer credential), 2 gateways + 
   before(async () => {
     ensureInstalled({ log: (l) => process.stderr.write(`${l}\n`) });
     c = await startCluster({ gateways: 2, workers: 2, env: { AUTH_API_KEYS: `alice:${KEY}` } });
-    proxy = await startRoundRobinProxy(c.urls);
+    proxy = await startRoundRobinProxy(c.urls, { capture: true }); // request bodies: which 2025 method each POST was
   });
   after(async () => {
     await proxy?.close();
@@ -116,13 +118,18 @@ describe('MCP Inspector CLI 2.12.0 (both eras, bearer credential), 2 gateways + 
   });
 
   describe('legacy era (the default: initialize at 2025-11-25)', () => {
-    it('initialize: 2025-11-25, tools only, no Tasks extension offered (T-07)', async (t) => {
+    it('initialize: 2025-11-25, no tasks offered (neither the 2025-11-25 capability nor the extension, T-07)', async (t) => {
       const r = await inspect(t, 'legacy', ['--method', 'initialize']);
       assert.equal(r.code, 0, show(r));
       assert.equal(r.out?.result?.protocolVersion, '2025-11-25', show(r));
       assert.equal(r.out?.result?.serverInfo?.name, 'mcp-task-service');
-      assert.deepEqual(r.out?.result?.capabilities, { tools: {} }, show(r));
-      assert.deepEqual(r.wire.filter((e) => e.method === 'POST').map((e) => e.status), [200, 202], show(r));
+      // tools, plus logging, and the prompts, resources and completions of the conformance tool
+      // set this cluster enables; no `tasks`, no `extensions`.
+      assert.deepEqual(r.out?.result?.capabilities, { logging: {}, completions: {}, prompts: {}, resources: {}, tools: {} }, show(r));
+      // initialize, notifications/initialized, then logging/setLevel: the Inspector sets its log
+      // level on a legacy server that offers `logging` (its connect(), clients/cli/build/index.js).
+      const posts = r.wire.filter((e) => e.method === 'POST').map((e) => [(JSON.parse(e.body ?? '{}') as { method?: string }).method, e.status]);
+      assert.deepEqual(posts, [['initialize', 200], ['notifications/initialized', 202], ['logging/setLevel', 200]], show(r));
     });
 
     it('tools/list: every tool, no `execution` field (we offer no 2025-11-25 tasks, so none is declared)', async (t) => {
@@ -148,12 +155,22 @@ describe('MCP Inspector CLI 2.12.0 (both eras, bearer credential), 2 gateways + 
       assert.deepEqual(mine.map((l) => [l.principal, l.mode]), [[PRINCIPAL, 'sync']]);
     });
 
-    it('tools/call failing_job (task-only): exit 1, refused with the Tasks-extension error before anything runs (no tasks on the 2025 lane, T-07)', async (t) => {
+    it('tools/call failing_job (task-only): an isError result saying it runs only as a task for a 2026-07-28 client with the Tasks extension; exit 5, nothing runs (no tasks on the 2025 lane, T-07)', async (t) => {
       const r = await inspect(t, 'legacy', ['--method', 'tools/call', '--tool-name', 'failing_job']);
-      assert.equal(r.code, 1, show(r));
-      assert.equal(r.stdout.trim(), '', show(r));
-      assert.match(r.err?.error?.message ?? '', /^Missing required client capability: tool failing_job needs the io\.modelcontextprotocol\/tasks extension/, show(r));
-      assert.equal(created('failing_job').length, 0, 'no task record');
+      assert.equal(r.code, 5, show(r));
+      assert.equal(r.err?.error?.code, 'tool_is_error', show(r));
+      assert.equal(r.out?.result?.isError, true, show(r));
+      assert.equal(
+        textOf(r.out?.result),
+        'failing_job runs only as a task, which needs a client that speaks MCP 2026-07-28 with the Tasks extension.',
+        show(r),
+      );
+      // An ordinary answer to the call (HTTP 200), not a JSON-RPC error, and nothing polled.
+      const calls = r.wire.filter((e) => e.method === 'POST' && e.status !== 202);
+      assert.ok(calls.every((e) => e.status === 200), show(r));
+      assert.ok(!r.wire.some((e) => e.mcpMethod?.startsWith('tasks/')), show(r));
+      // Nothing was created on this lane (the modern-era tests create failing_job tasks meanwhile).
+      assert.deepEqual(created('failing_job').filter((l) => l.mode !== 'task'), [], 'no synchronous record for the refused call');
     });
   });
 
