@@ -111,7 +111,8 @@ describe('N-14: trace context through the queue', () => {
     await pollTask(next, taskId, (t) => isTerminal(t.status), 15_000);
 
     const inTrace = () => rx.spans.filter((s) => s.traceId === traceId);
-    await waitFor(() => inTrace().filter((s) => s.kind === CONSUMER).length >= 2, 10_000, 100, 'two worker step spans');
+    // Each process exports on its own schedule (every 100 ms here): wait for both sides.
+    await waitFor(() => inTrace().some((s) => s.kind === SERVER) && inTrace().filter((s) => s.kind === CONSUMER).length >= 2, 10_000, 100, 'the request span and two worker step spans');
     const request = inTrace().find((s) => s.kind === SERVER);
     assert.ok(request, JSON.stringify(inTrace().map((s) => [s.name, s.kind, s.service, s.parentSpanId])));
     assert.equal(request.name, 'tools/call deep_research');
@@ -152,7 +153,7 @@ describe('N-14: trace context through the queue', () => {
     // A sampled marker request after it: once its spans arrived, the unsampled ones would have too.
     const marker = newTraceId();
     await callTool(c.urls[1]!, 'slow_echo', { seconds: 0, quiet: true }, { meta: { traceparent: `00-${marker}-${newSpanId()}-01` } });
-    await waitFor(() => rx.spans.some((s) => s.traceId === marker && s.kind === CONSUMER), 10_000, 100, 'the marker trace');
+    await waitFor(() => rx.spans.some((s) => s.traceId === marker && s.kind === CONSUMER) && rx.spans.some((s) => s.traceId === marker && s.kind === SERVER), 10_000, 100, 'the marker trace');
     assert.deepEqual(rx.spans.filter((s) => s.traceId === traceId), []);
     // Only the polls (their own traces, no traceparent sent) name the task.
     assert.deepEqual(rx.spans.filter((s) => s.attributes['mcp.task.id'] === taskId && s.name !== 'tasks/get'), [], 'no request or step span of the unsampled task');
@@ -163,14 +164,24 @@ describe('N-14: trace context through the queue', () => {
     const parent = newSpanId();
     const viaHeader = await callTool(c.urls[0]!, 'slow_echo', { seconds: 0, quiet: true }, { headers: { traceparent: `00-${traceId}-${parent}-01` } });
     const id1 = viaHeader.body.result!.taskId as string;
-    await waitFor(() => rx.spans.some((s) => s.traceId === traceId && s.kind === CONSUMER && s.attributes['mcp.task.id'] === id1), 10_000, 100, 'the worker span in the header trace');
+    await waitFor(
+      () => rx.spans.some((s) => s.traceId === traceId && s.kind === CONSUMER && s.attributes['mcp.task.id'] === id1) && rx.spans.some((s) => s.traceId === traceId && s.kind === SERVER),
+      10_000,
+      100,
+      'the request and worker spans in the header trace',
+    );
     assert.equal(rx.spans.find((s) => s.traceId === traceId && s.kind === SERVER)?.parentSpanId, parent);
 
     const bad = await callTool(c.urls[0]!, 'slow_echo', { seconds: 0, quiet: true }, { meta: { traceparent: '00-not-a-trace-id-01', tracestate: 'x'.repeat(5000) } });
     assert.equal(bad.body.result?.resultType, 'task', JSON.stringify(bad.body));
     const id2 = bad.body.result!.taskId as string;
     await pollTask(roundRobin(c.urls), id2, (t) => t.status === 'completed', 10_000);
-    await waitFor(() => rx.spans.some((s) => s.kind === CONSUMER && s.attributes['mcp.task.id'] === id2), 10_000, 100, 'the worker span of the malformed request');
+    await waitFor(
+      () => rx.spans.some((s) => s.kind === CONSUMER && s.attributes['mcp.task.id'] === id2) && rx.spans.some((s) => s.kind === SERVER && s.attributes['mcp.task.id'] === id2),
+      10_000,
+      100,
+      'the request and worker spans of the malformed request',
+    );
     const req = rx.spans.find((s) => s.kind === SERVER && s.attributes['mcp.task.id'] === id2)!;
     assert.equal(req.parentSpanId, '', 'a new trace');
     assert.equal(rx.spans.find((s) => s.kind === CONSUMER && s.attributes['mcp.task.id'] === id2)!.traceId, req.traceId);

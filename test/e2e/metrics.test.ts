@@ -102,4 +102,18 @@ describe('metrics: /metrics on gateways and on the worker port', () => {
       for (const v of Object.values(s.labels)) assert.ok(!/[0-9a-f]{8}-[0-9a-f]{4}-/.test(v) && !/anonymous|key:/.test(v), `label ${s.name} ${v}`);
     }
   });
+
+  it('METRICS_PORT moves /metrics to a listener of its own; METRICS_ENABLED=false removes it', async () => {
+    const bound = await c.addGateway({ METRICS_PORT: '0', METRICS_HOST: '127.0.0.1' });
+    const ready = bound.logs.find((l) => l.msg === 'gateway.ready')!;
+    assert.match(String(ready.metrics), /^http:\/\/127\.0\.0\.1:\d+\/metrics$/);
+    assert.notEqual(String(ready.metrics), bound.url!.replace(/\/mcp$/, '/metrics'));
+    const s = await scrape(String(ready.metrics));
+    assert.equal(s.status, 200);
+    assert.equal(s.value('mcp_workers_alive'), 1);
+    assert.equal((await fetch(bound.url!.replace(/\/mcp$/, '/metrics'))).status, 404, 'not on the MCP port');
+    const off = await c.addGateway({ METRICS_ENABLED: 'false' });
+    assert.equal(off.logs.find((l) => l.msg === 'gateway.ready')!.metrics, 'off');
+    assert.equal((await fetch(off.url!.replace(/\/mcp$/, '/metrics'))).status, 404);
+  });
 });

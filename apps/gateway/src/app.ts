@@ -86,7 +86,12 @@ export async function buildApp(deps: AppDeps): Promise<GatewayApp> {
     return reply.code(500).send(jsonRpcErrorBody(null, ErrorCode.InternalError, 'Internal error'));
   });
 
-  registerObservation(app, { metrics: deps.metrics, serveMetrics: config.metrics.enabled && !config.metrics.listen, tracer: deps.tracer });
+  // METRICS_ENABLED=false: no route and no per-request hooks (nothing would read them).
+  registerObservation(app, {
+    ...(config.metrics.enabled && deps.metrics ? { metrics: deps.metrics } : {}),
+    serveMetrics: config.metrics.enabled && !config.metrics.listen,
+    ...(deps.tracer ? { tracer: deps.tracer } : {}),
+  });
   registerHealth(app, {
     redis,
     redisHealth,
