@@ -102,6 +102,8 @@ export interface Proc {
   logs: Record<string, unknown>[];
   url?: string;
   port?: number;
+  /** A worker's operations server (`/metrics`, `/healthz`, `/readyz`), e.g. `http://127.0.0.1:41234`. */
+  opsUrl?: string;
   stop(signal?: NodeJS.Signals): Promise<number | null>;
   kill(): Promise<void>;
   waitLog(match: (l: Record<string, unknown>) => boolean, timeoutMs?: number): Promise<Record<string, unknown>>;
@@ -112,7 +114,8 @@ export async function startProcess(kind: 'gateway' | 'worker', env: Record<strin
   const port = kind === 'gateway' ? await freePort() : undefined;
   const proc = spawn(process.execPath, ['--conditions=mcp-tasks-src', '--import', 'tsx', join(ROOT, 'apps', kind, 'src', 'main.ts')], {
     cwd: ROOT,
-    env: { ...process.env, NODE_ENV: 'test', LOG_LEVEL: 'info', ...env, ...(port ? { PORT: String(port), HOST: '127.0.0.1' } : {}) },
+    // A worker's operations port: any free one (read back from its ready line), so workers never collide.
+    env: { ...process.env, NODE_ENV: 'test', LOG_LEVEL: 'info', ...(kind === 'worker' ? { WORKER_HTTP_PORT: '0' } : {}), ...env, ...(port ? { PORT: String(port), HOST: '127.0.0.1' } : {}) },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   const logs: Record<string, unknown>[] = [];
@@ -179,14 +182,16 @@ export async function startProcess(kind: 'gateway' | 'worker', env: Record<strin
       await p.stop('SIGKILL');
     },
   };
+  let ready: Record<string, unknown>;
   try {
-    await p.waitLog((l) => l.msg === `${kind}.ready`, 30_000);
+    ready = await p.waitLog((l) => l.msg === `${kind}.ready`, 30_000);
   } catch (e) {
     // A process that never became ready belongs to no cluster, so no stop() would reach it:
     // kill it here, or it outlives the test file (and keeps its runner from exiting).
     await p.kill();
     throw e;
   }
+  if (kind === 'worker' && typeof ready.http === 'string' && ready.http.startsWith('http')) p.opsUrl = ready.http;
   return p;
 }
 

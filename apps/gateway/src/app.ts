@@ -1,5 +1,7 @@
 /**
  * The Fastify app of a gateway: a few parts, each registering only its own routes and hooks:
+ *  - metrics.ts: `GET /metrics` (no credentials; unless disabled or on METRICS_PORT) and the
+ *    observation of every `/mcp` exchange (metrics, spans);
  *  - health.ts: `GET /healthz`, `GET /readyz` (no credentials);
  *  - auth/metadata-route.ts: the RFC 9728 Protected Resource Metadata document at
  *    `/.well-known/oauth-protected-resource[/<path of PUBLIC_URL>]` (no credentials);
@@ -10,12 +12,13 @@
  */
 import Fastify, { type FastifyInstance } from 'fastify';
 import type { Redis } from 'ioredis';
-import type { RedisHealth } from '@mcp-tasks/jobs';
+import { evictionGuard, type RedisHealth } from '@mcp-tasks/jobs';
 import type { Gateway, GatewayDeps } from './context.js';
 import { clientErrorHandler } from './client-errors.js';
 import { ErrorCode, jsonRpcErrorBody } from './errors.js';
 import { registerHealth } from './health.js';
 import { registerLimits } from './limits.js';
+import { registerObservation } from './metrics.js';
 import { createMcpRoute } from './mcp-route.js';
 import type { Continuation } from './mrtr.js';
 import { createAuthenticator } from './auth/authenticator.js';
@@ -83,7 +86,19 @@ export async function buildApp(deps: AppDeps): Promise<GatewayApp> {
     return reply.code(500).send(jsonRpcErrorBody(null, ErrorCode.InternalError, 'Internal error'));
   });
 
-  registerHealth(app, { redis, redisHealth, draining: () => draining });
+  // METRICS_ENABLED=false: no route and no per-request hooks (nothing would read them).
+  registerObservation(app, {
+    ...(config.metrics.enabled && deps.metrics ? { metrics: deps.metrics } : {}),
+    serveMetrics: config.metrics.enabled && !config.metrics.listen,
+    ...(deps.tracer ? { tracer: deps.tracer } : {}),
+  });
+  registerHealth(app, {
+    redis,
+    redisHealth,
+    draining: () => draining,
+    eviction: evictionGuard(redis),
+    ...(deps.presence ? { workersAlive: () => deps.presence!.count() } : {}),
+  });
   const metadata = metadataOptionsFromAuth(config.auth, 'mcp-task-service');
   if (metadata) await app.register(protectedResourceMetadataRoutes, metadata);
 

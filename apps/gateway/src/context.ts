@@ -8,9 +8,10 @@
  */
 import type { ServerContext } from '@modelcontextprotocol/server';
 import type { Config } from '@mcp-tasks/config';
-import type { Logger } from '@mcp-tasks/observability';
+import type { Span, Tracer } from '@opentelemetry/api';
+import type { GatewayMetrics, Logger } from '@mcp-tasks/observability';
 import type { TaskStore } from '@mcp-tasks/task-store';
-import type { JobQueues, TaskEvents } from '@mcp-tasks/jobs';
+import type { JobQueues, TaskEvents, WorkerPresence } from '@mcp-tasks/jobs';
 import type { PromptRegistry, ResourceRegistry, ToolRegistry } from '@mcp-tasks/tools';
 import type { Classification, Era } from './classify.js';
 import type { Continuation, StateCodec } from './mrtr.js';
@@ -29,6 +30,12 @@ export interface GatewayDeps {
   prompts: PromptRegistry;
   /** Resources and resource templates of the enabled tool sets (served by the gateway). */
   resources: ResourceRegistry;
+  /** Prometheus metrics (issue 9 §3); absent in in-process uses. */
+  metrics?: GatewayMetrics;
+  /** Live workers, counted in the background (issue 9 §5, workers.ts). */
+  presence?: WorkerPresence;
+  /** Set only when tracing is on (N-14). */
+  tracer?: Tracer;
 }
 
 /** The deps plus what the MCP handlers build once at start. */
@@ -60,6 +67,8 @@ export interface Exchange {
    * request will create (MAX_OUTSTANDING_TASKS); released when the request ends without using it.
    */
   reservation?: { taskId: string; priority: number; used: boolean };
+  /** The exchange's span when tracing is on (tracing.ts): a created task keeps its context (N-14). */
+  span?: Span;
 }
 
 /** One MCP handler invocation: the SDK context plus the exchange's values. */

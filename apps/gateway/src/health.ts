@@ -1,28 +1,45 @@
 /**
  * Health endpoints (no credentials needed):
  *  - `GET /healthz`: liveness; 200 while the process runs (no I/O);
- *  - `GET /readyz`: readiness; 200 only while Redis is connected and answers PING in time, and
- *    not while the gateway drains on SIGTERM (503 + `Retry-After`).
+ *  - `GET /readyz`: readiness; 200 only while Redis is connected and answers PING in time, its
+ *    eviction policy is `noeviction` (or cannot be read: managed Redis often refuses CONFIG; B-15),
+ *    and the gateway is not draining on SIGTERM; else 503 + `Retry-After` with the reason.
+ *    The body says how many workers are alive (`workers`). With none, the gateway stays ready
+ *    (it still serves tasks/get, tasks/cancel, server/discover and gateway tools, and tasks
+ *    it creates wait for a worker, saying so in their statusMessage) and the body carries
+ *    `degraded: "no worker is running"`: alert on `mcp_workers_alive == 0`, not on readiness
+ *    (issue 9 §5).
  */
 import type { FastifyInstance } from 'fastify';
 import type { Redis } from 'ioredis';
-import type { RedisHealth } from '@mcp-tasks/jobs';
+import type { EvictionGuard, RedisHealth } from '@mcp-tasks/jobs';
 
 export interface HealthOptions {
   redis: Redis;
   redisHealth: RedisHealth;
   /** True once the gateway started draining (SIGTERM). */
   draining: () => boolean;
+  /** Refuses an evicting Redis policy (B-15). */
+  eviction?: EvictionGuard;
+  /** Live workers (undefined when unknown). */
+  workersAlive?: () => Promise<number | undefined>;
 }
 
-export function registerHealth(app: FastifyInstance, { redis, redisHealth, draining }: HealthOptions): void {
+export function registerHealth(app: FastifyInstance, { redis, redisHealth, draining, eviction, workersAlive }: HealthOptions): void {
   app.get('/healthz', async () => ({ status: 'ok' }));
   app.get('/readyz', async (_req, reply) => {
     try {
       if (draining()) throw new Error('draining');
       if (!redisHealth.ok) throw new Error(`redis ${redis.status === 'ready' ? 'not answering' : redis.status}`);
       await redis.ping();
-      return { status: 'ready' };
+      const evicting = await eviction?.check();
+      if (evicting) throw new Error(evicting);
+      const workers = workersAlive ? await workersAlive().catch(() => undefined) : undefined;
+      return {
+        status: 'ready',
+        ...(workers === undefined ? {} : { workers }),
+        ...(workers === 0 ? { degraded: 'no worker is running: tasks wait until one starts' } : {}),
+      };
     } catch (e) {
       return reply.code(503).header('retry-after', '5').send({ status: 'unavailable', reason: (e as Error).message });
     }

@@ -1,5 +1,6 @@
 /**
- * Gateway process: `POST /mcp`, `/healthz`, `/readyz`. Stateless: every request may land on
+ * Gateway process: `POST /mcp`, `/healthz`, `/readyz`, `/metrics` (on METRICS_PORT when set).
+ * Traces are exported when OpenTelemetry is configured (N-14). Stateless: every request may land on
  * any replica (D7); Redis and BullMQ clients are created once per process.
  *
  * Signals: SIGTERM/SIGINT → drain for SHUTDOWN_DRAIN_DELAY_MS (/readyz fails, responses carry
@@ -7,12 +8,13 @@
  * then close what is left and exit.
  */
 import { authStartupWarnings, ConfigError, loadConfig } from '@mcp-tasks/config';
-import { createLogger } from '@mcp-tasks/observability';
+import { createGatewayMetrics, createLogger, startOpsServer, startTracing } from '@mcp-tasks/observability';
 import { TaskStore } from '@mcp-tasks/task-store';
-import { connectOrExplain, createRedis, evictionPolicy, JobQueues, TaskEvents, watchRedis } from '@mcp-tasks/jobs';
+import { connectOrExplain, createRedis, evictionPolicy, JobQueues, queueDepth, TaskEvents, watchRedis, WorkerPresence } from '@mcp-tasks/jobs';
 import { createPromptRegistry, createRegistry, createResourceRegistry } from '@mcp-tasks/tools';
 import { taskStatusTool } from './task-status.js';
 import { buildApp } from './app.js';
+import { WORKERS_REFRESH_MS } from './workers.js';
 
 async function main() {
   let config;
@@ -27,6 +29,8 @@ async function main() {
   }
   const log = createLogger('gateway', config.logLevel);
   for (const w of authStartupWarnings(config)) log.warn({ event: w.event }, w.message);
+  // Before anything else, so every span of this process goes through the provider.
+  const tracing = startTracing('gateway', config.tracing, log);
 
   const redis = createRedis(config.redisUrl, 'request', 'mcp-gateway');
   const sub = createRedis(config.redisUrl, 'worker', 'mcp-gateway-sub');
@@ -37,13 +41,30 @@ async function main() {
     console.error(`gateway: ${(e as Error).message}`);
     process.exit(1);
   }
-  redis.on('error', (err) => log.warn({ err: err.message }, 'redis.error'));
-  sub.on('error', (err) => log.warn({ err: err.message }, 'redis.sub_error'));
-  const policy = await evictionPolicy(redis);
-  if (policy && policy !== 'noeviction') log.warn({ policy }, 'redis.eviction_policy_unsafe: set maxmemory-policy noeviction');
-
   const store = new TaskStore(redis, config.keyPrefix);
-  const queues = new JobQueues(redis, config.keyPrefix, config.task.ttlMs, (err) => log.warn({ err: err.message }, 'queue.error'));
+  const presence = new WorkerPresence(redis, config.keyPrefix);
+  // Assigned below; the queue's error handler and the gauges need it first.
+  let queues: JobQueues;
+  const metrics = createGatewayMetrics({ queueDepth: () => queueDepth(queues.tools), workersAlive: () => presence.count() });
+  redis.on('error', (err) => {
+    metrics.redisErrors.inc({ connection: 'request' });
+    log.warn({ err: err.message }, 'redis.error');
+  });
+  sub.on('error', (err) => {
+    metrics.redisErrors.inc({ connection: 'subscriber' });
+    log.warn({ err: err.message }, 'redis.sub_error');
+  });
+  const policy = await evictionPolicy(redis);
+  if (policy && policy !== 'noeviction') log.error({ policy }, 'redis.eviction_policy_unsafe: set maxmemory-policy noeviction; /readyz answers 503 until then (B-15)');
+
+  queues = new JobQueues(redis, config.keyPrefix, config.task.ttlMs, (err) => {
+    metrics.redisErrors.inc({ connection: 'queue' });
+    log.warn({ err: err.message }, 'queue.error');
+  });
+  await presence.watch(WORKERS_REFRESH_MS, (alive, before) => {
+    if (alive === 0) log.warn({ workers: 0 }, 'workers.none: no worker is running; tasks wait until one starts');
+    else if (alive !== undefined && (before === 0 || before === undefined)) log.info({ workers: alive }, 'workers.alive');
+  });
   const events = new TaskEvents(sub);
   const registry = createRegistry(config.toolsets, [taskStatusTool]);
   const unknownBudgets = Object.keys(config.sync.budgetMsByTool).filter((name) => !registry.get(name));
@@ -51,7 +72,21 @@ async function main() {
   const redisHealth = watchRedis(redis);
   const prompts = createPromptRegistry(config.toolsets);
   const resources = createResourceRegistry(config.toolsets);
-  const app = await buildApp({ config, log, store, queues, events, registry, prompts, resources, redis, redisHealth });
+  const app = await buildApp({
+    config,
+    log,
+    store,
+    queues,
+    events,
+    registry,
+    prompts,
+    resources,
+    redis,
+    redisHealth,
+    metrics,
+    presence,
+    ...(tracing.enabled ? { tracer: tracing.tracer } : {}),
+  });
 
   try {
     await app.listen({ host: config.host, port: config.port });
@@ -61,7 +96,27 @@ async function main() {
   }
   const addr = app.server.address();
   const port = typeof addr === 'object' && addr ? addr.port : config.port;
-  log.info({ url: `http://${config.host}:${port}/mcp`, toolsets: config.toolsets, tools: registry.size, prompts: prompts.size, resources: resources.size }, 'gateway.ready');
+  // METRICS_PORT: /metrics on a listener of its own (e.g. an internal address), not on the MCP port.
+  const metricsListen = config.metrics.enabled ? config.metrics.listen : undefined;
+  const ops = metricsListen
+    ? await startOpsServer({ ...metricsListen, registry: metrics.registry }).catch((e: Error) => {
+        console.error(`gateway: cannot listen on ${metricsListen.host}:${metricsListen.port} (METRICS_PORT): ${e.message}`);
+        process.exit(1);
+      })
+    : undefined;
+  log.info(
+    {
+      url: `http://${config.host}:${port}/mcp`,
+      toolsets: config.toolsets,
+      tools: registry.size,
+      prompts: prompts.size,
+      resources: resources.size,
+      metrics: !config.metrics.enabled ? 'off' : ops ? `http://${metricsListen!.host}:${ops.port}/metrics` : `http://${config.host}:${port}/metrics`,
+      tracing: tracing.enabled,
+      workers: presence.alive,
+    },
+    'gateway.ready',
+  );
 
   let stopping = false;
   const shutdown = async (sig: string) => {
@@ -83,6 +138,8 @@ async function main() {
     await app.closeMcp().catch(() => undefined);
     await Promise.race([closing, new Promise((r) => setTimeout(r, 2000).unref())]);
     redisHealth.stop();
+    presence.stop();
+    await Promise.allSettled([ops?.close(), tracing.shutdown()]);
     await Promise.allSettled([queues.close(), sub.quit(), redis.quit()]);
     log.info('gateway.stopped');
     process.exit(0);

@@ -30,6 +30,7 @@ import { createTaskListen } from './listen.js';
 import { requestGuards } from './request-guards.js';
 import { createServerFactory } from './server-factory.js';
 import { primeSse } from './sse.js';
+import { requestSpan } from './tracing.js';
 
 /** Protocol versions the SDK's stateless 2025 lane accepts in `MCP-Protocol-Version`. */
 const LEGACY_VERSIONS = new Set<string>(SUPPORTED_PROTOCOL_VERSIONS);
@@ -157,7 +158,8 @@ export function createMcpRoute(gw: Gateway, redisHealth: RedisHealth, limits: Li
             log.debug({ headerVersion, method: c.method }, 'mcp.legacy_header_version_ignored');
             delete req.raw.headers['mcp-protocol-version'];
           }
-          const exchange: Exchange = { principal, classification: c, rawInputResponses: body?.params?.inputResponses, ...(reservation ? { reservation } : {}) };
+          const span = requestSpan(req.raw);
+          const exchange: Exchange = { principal, classification: c, rawInputResponses: body?.params?.inputResponses, ...(reservation ? { reservation } : {}), ...(span ? { span } : {}) };
           (req.raw as unknown as { auth: unknown }).auth = { token: '', clientId: principal, scopes: [], extra: { exchange } };
           reply.raw.once('close', () => {
             // A slot reserved for a task this request did not create (an error, a pre-task

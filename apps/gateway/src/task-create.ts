@@ -11,7 +11,9 @@ import { newTaskId, stepJobId, TaskIdTakenError, type TaskMode, type TaskRecord 
 import { ProtocolError } from '@modelcontextprotocol/server';
 import type { ToolDefinition } from '@mcp-tasks/tools';
 import type { Call, Gateway } from './context.js';
+import { carrierOf } from '@mcp-tasks/observability';
 import { ErrorCode, storeUnavailable } from './errors.js';
+import { withWorkerNotice } from './workers.js';
 
 /**
  * The part of a request's client capabilities a task keeps for its life (what input its tool
@@ -71,7 +73,9 @@ async function slotFor(gw: Gateway, call: Call, now: number): Promise<{ taskId: 
 
 /**
  * Creates a task for `call` in `mode`, enqueues step 1 at the principal's fair-share priority,
- * and returns the durable record (T-15).
+ * and returns the durable record (T-15). The record and the job keep the context of the
+ * request's span, when tracing is on, so the worker's step spans join its trace (N-14). The
+ * record returned says "Waiting for a worker" when none is alive (workers.ts).
  * @throws `-32603` "Task store unavailable" when either write fails (nothing is left behind);
  * `-31429` when the principal holds too many unfinished tasks.
  */
@@ -79,6 +83,8 @@ export async function startTask(gw: Gateway, call: Call, tool: ToolDefinition, a
   const { config, store, queues, log } = gw;
   const now = Date.now();
   const { taskId, priority } = await slotFor(gw, call, now);
+  const trace = carrierOf(call.exchange.span);
+  call.exchange.span?.setAttribute('mcp.task.id', taskId);
   let rec: TaskRecord;
   try {
     rec = await store.create(
@@ -90,6 +96,7 @@ export async function startTask(gw: Gateway, call: Call, tool: ToolDefinition, a
         ttlMs: config.task.ttlMs,
         pollIntervalMs: config.task.pollIntervalMs,
         clientCapabilities: storedCapabilities(call.caps),
+        ...(trace ? { trace } : {}),
       },
       taskId,
       now,
@@ -105,7 +112,7 @@ export async function startTask(gw: Gateway, call: Call, tool: ToolDefinition, a
   // record the reconciler finds ("job lost") rather than one nobody looks at.
   store.scheduleReconcile(rec.taskId, firstCheckMs(gw, mode), config.task.ttlMs).catch(() => undefined);
   try {
-    await queues.enqueueStep(rec.taskId, 1, { priority });
+    await queues.enqueueStep(rec.taskId, 1, { priority, tool: tool.name, createdAt: rec.createdAt, ...(trace ? { trace } : {}) });
   } catch (e) {
     // Nothing may be left behind without a handle (D4, case B-02c): the client gets an error.
     log.error({ err: (e as Error).message, taskId: rec.taskId }, 'task.enqueue_failed');
@@ -113,7 +120,8 @@ export async function startTask(gw: Gateway, call: Call, tool: ToolDefinition, a
     throw storeUnavailable();
   }
   log.info({ taskId: rec.taskId, tool: tool.name, principal: call.principal, mode }, 'task.created');
-  return rec;
+  gw.metrics?.tasksCreated.inc({ tool: tool.name, mode });
+  return withWorkerNotice(rec, gw.presence?.alive);
 }
 
 /**

@@ -23,6 +23,7 @@ import type { Call, Gateway } from './context.js';
 import { storeUnavailable } from './errors.js';
 import { continuationOf, digest, spend } from './mrtr.js';
 import { answerTask } from './tasks-methods.js';
+import { withWorkerNotice } from './workers.js';
 
 export const TASK_STATUS_TOOL = 'task_status';
 
@@ -101,5 +102,5 @@ export async function taskStatus(gw: Gateway, call: Call, args: { taskId: string
       });
     }
   }
-  return statusResult(rec);
+  return statusResult(withWorkerNotice(rec, gw.presence?.alive));
 }

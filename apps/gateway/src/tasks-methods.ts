@@ -16,6 +16,7 @@ import type { Era } from './classify.js';
 import { acceptedAnswers } from './answers.js';
 import { firstCheckMs } from './task-create.js';
 import { ErrorCode, invalidParams, taskNotFound, tasksExtensionRequired } from './errors.js';
+import { withWorkerNotice } from './workers.js';
 
 /**
  * The Tasks extension gate, before any lookup (T-05): under 2025-11-25 there are no tasks here
@@ -35,9 +36,12 @@ export async function ownTask(gw: Gateway, principal: string, taskId: unknown): 
   return rec;
 }
 
-/** `tasks/get` (T-21, T-22): a pure read, one HGETALL. */
+/**
+ * `tasks/get` (T-21, T-22): a pure read, one HGETALL. A `working` task while no worker is alive
+ * says so in its `statusMessage` (workers.ts; the count is read in the background).
+ */
 export async function getTask(gw: Gateway, principal: string, taskId: unknown): Promise<DetailedTask> {
-  return toDetailedTask(await ownTask(gw, principal, taskId));
+  return toDetailedTask(withWorkerNotice(await ownTask(gw, principal, taskId), gw.presence?.alive));
 }
 
 /**
@@ -66,7 +70,12 @@ export async function cancelTask(gw: Gateway, principal: string, taskId: unknown
   // The owner is checked again inside the script (T-44: a gateway-side check alone can be raced).
   const r = await gw.store.requestCancel(rec.taskId, undefined, { owner: principal, mode: 'task' });
   if (r.code === 'gone') throw taskNotFound();
-  if (r.code === 'cancelled') await gw.store.releaseOutstanding(principal, rec.taskId).catch(() => undefined);
+  if (r.code === 'cancelled') {
+    // Ended here (parked, or not started): no worker will count it, and its input timeout has nothing left to do.
+    await gw.store.releaseOutstanding(principal, rec.taskId).catch(() => undefined);
+    gw.metrics?.taskFinished(rec.tool, 'cancelled', rec.createdAt);
+    if (rec.status === 'input_required') gw.queues.cancelInputTimeout(rec.taskId, rec.step).catch(() => undefined);
+  }
   gw.log.info({ taskId: rec.taskId, outcome: r.code }, 'task.cancel');
   return {};
 }
@@ -80,18 +89,20 @@ export async function cancelTask(gw: Gateway, principal: string, taskId: unknown
 export async function answerTask(gw: Gateway, rec: TaskRecord, responses: unknown, principal: string, mode: TaskMode = 'task'): Promise<ApplyOutcome> {
   const answers = acceptedAnswers(rec.inputRequests, responses, gw.config.limits.maxInputResponsesBytes);
   const r = await gw.store.applyInputResponses(rec.taskId, answers, { owner: principal, mode });
-  if (r.code === 'resumed') await resumeStep(gw, rec.taskId, r.step, principal, mode);
+  if (r.code === 'resumed') await resumeStep(gw, rec.taskId, r.step, principal, mode, rec);
   return r;
 }
 
 /**
  * Enqueues the next step after the last answer (D2), at the owner's fair-share priority (its
- * outstanding count); the reconciler covers a lost enqueue.
+ * outstanding count); the reconciler covers a lost enqueue. `rec` (the task as read) gives the
+ * job its tool, creation time and trace context (metrics, N-14).
  */
-export async function resumeStep(gw: Gateway, taskId: string, step: number, owner: string, mode: TaskMode = 'task'): Promise<void> {
+export async function resumeStep(gw: Gateway, taskId: string, step: number, owner: string, mode: TaskMode = 'task', rec?: TaskRecord): Promise<void> {
   const { queues, store, log, config } = gw;
+  const extras = rec ? { tool: rec.tool, createdAt: rec.createdAt, ...(rec.trace ? { trace: rec.trace } : {}) } : {};
   try {
-    await queues.enqueueStep(taskId, step, { priority: await store.outstandingCount(owner) });
+    await queues.enqueueStep(taskId, step, { priority: await store.outstandingCount(owner), ...extras });
   } catch (e) {
     log.error({ err: (e as Error).message, taskId, step }, 'task.resume_enqueue_failed');
   }

@@ -1,6 +1,8 @@
 /**
  * Worker process: runs tool steps from the `tools` queue, the input timeouts, and the
- * reconciler (maintenance queue). Never imports Fastify.
+ * reconciler (maintenance queue). Never imports Fastify. Publishes a heartbeat (every
+ * WORKER_HEARTBEAT_MS, presence.ts) and serves `/metrics`, `/healthz`, `/readyz` on
+ * WORKER_HTTP_PORT (issue 9 §3, §5); exports a span per step when tracing is on (N-14).
  *
  * Signals: SIGTERM/SIGINT → stop fetching, let active steps finish for SHUTDOWN_GRACE_MS,
  * then release the rest to the queue (another worker restarts them at once, bullmq-notes §4).
@@ -8,14 +10,19 @@
 import { Worker, type Job } from 'bullmq';
 import { Redis } from 'ioredis';
 import { ConfigError, loadConfig } from '@mcp-tasks/config';
-import { createLogger, newErrorId } from '@mcp-tasks/observability';
+import { createLogger, createWorkerMetrics, newErrorId, startOpsServer, startTracing, type Readiness } from '@mcp-tasks/observability';
 import { TaskStore } from '@mcp-tasks/task-store';
 import {
   bullPrefix,
   connectOrExplain,
   createRedis,
+  evictionGuard,
   evictionPolicy,
   JobQueues,
+  newWorkerId,
+  queueDepth,
+  startHeartbeat,
+  WorkerPresence,
   JOB_INPUT_TIMEOUT,
   JOB_RECONCILE,
   MAINTENANCE_QUEUE,
@@ -26,6 +33,7 @@ import {
 import { createRegistry } from '@mcp-tasks/tools';
 import { createStepProcessor } from './processor.js';
 import { reconcileOnce } from './reconcile.js';
+import { createStepObserver } from './step-observer.js';
 
 async function main() {
   let config;
@@ -39,6 +47,7 @@ async function main() {
     throw e;
   }
   const log = createLogger('worker', config.logLevel);
+  const tracing = startTracing('worker', config.tracing, log);
   const redis = createRedis(config.redisUrl, 'worker', 'mcp-worker');
   const sub = createRedis(config.redisUrl, 'worker', 'mcp-worker-sub');
   try {
@@ -48,19 +57,36 @@ async function main() {
     console.error(`worker: ${(e as Error).message}`);
     process.exit(1);
   }
-  redis.on('error', (err) => log.warn({ err: err.message }, 'redis.error'));
-  sub.on('error', (err) => log.warn({ err: err.message }, 'redis.sub_error'));
-  const policy = await evictionPolicy(redis);
-  if (policy && policy !== 'noeviction') log.warn({ policy }, 'redis.eviction_policy_unsafe: set maxmemory-policy noeviction');
-
   const store = new TaskStore(redis, config.keyPrefix);
-  const queues = new JobQueues(redis, config.keyPrefix, config.task.ttlMs, (err) => log.warn({ err: err.message }, 'queue.error'));
+  const presence = new WorkerPresence(redis, config.keyPrefix);
+  let queues: JobQueues; // assigned below; its error handler and the gauges need the metrics first
+  const metrics = createWorkerMetrics(config.worker.concurrency, { queueDepth: () => queueDepth(queues.tools), workersAlive: () => presence.count() });
+  redis.on('error', (err) => {
+    metrics.redisErrors.inc({ connection: 'worker' });
+    log.warn({ err: err.message }, 'redis.error');
+  });
+  sub.on('error', (err) => {
+    metrics.redisErrors.inc({ connection: 'subscriber' });
+    log.warn({ err: err.message }, 'redis.sub_error');
+  });
+  const policy = await evictionPolicy(redis);
+  if (policy && policy !== 'noeviction') log.error({ policy }, 'redis.eviction_policy_unsafe: set maxmemory-policy noeviction; /readyz answers 503 until then (B-15)');
+
+  queues = new JobQueues(redis, config.keyPrefix, config.task.ttlMs, (err) => {
+    metrics.redisErrors.inc({ connection: 'queue' });
+    log.warn({ err: err.message }, 'queue.error');
+  });
   const registry = createRegistry(config.toolsets);
+  const toolLabel = (name: string | undefined) => (name && registry.get(name) ? name : 'other');
+  const observeStep = createStepObserver({ metrics, toolLabel, ...(tracing.enabled ? { tracer: tracing.tracer } : {}) });
   let shuttingDown = false;
 
   // BullMQ duplicates this client for its blocking connection.
   const connection = new Redis(config.redisUrl, { ...redisOptions('worker'), connectionName: 'mcp-bull' });
-  connection.on('error', (err) => log.warn({ err: err.message }, 'redis.bull_error'));
+  connection.on('error', (err) => {
+    metrics.redisErrors.inc({ connection: 'bullmq' });
+    log.warn({ err: err.message }, 'redis.bull_error');
+  });
   const workerOpts = {
     connection,
     prefix: bullPrefix(config.keyPrefix),
@@ -102,10 +128,11 @@ async function main() {
           'Timed out waiting for input',
         );
         if (r.code === 'ok' || r.code === 'terminal') await releaseOf(taskId);
+        if (r.code === 'ok') metrics.taskFinished(toolLabel(job.data.tool), 'failed', job.data.createdAt);
         log.info({ taskId, step, outcome: r.code }, 'input.timeout');
         return r.code;
       }
-      return processStep(job, token, signal);
+      return observeStep(job, () => processStep(job, token, signal));
     },
     workerOpts,
   );
@@ -121,7 +148,10 @@ async function main() {
     store
       .fail(taskId, { expectStatus: 'working', expectStep: step }, { code: -32603, message, data: { errorId } }, message)
       .then(async (r) => {
-        if (r.code === 'ok') await releaseOf(taskId);
+        if (r.code === 'ok') {
+          await releaseOf(taskId);
+          metrics.taskFinished(toolLabel(job.data.tool), 'failed', job.data.createdAt);
+        }
         log.warn({ taskId, step, outcome: r.code, err, errorId }, 'step.job_failed');
       })
       .catch(() => undefined);
@@ -145,6 +175,7 @@ async function main() {
         inputTimeoutMs: config.task.inputTimeoutMs,
         syncHolderTimeoutMs: config.worker.syncHolderTimeoutMs,
         maxTtlMs: config.task.ttlMs,
+        onFinished: (tool, status, createdAt) => metrics.taskFinished(toolLabel(tool), status, createdAt),
       });
       if (counts.failed || counts.requeued || counts.cancelled) log.info(counts, 'reconcile.done');
       return counts;
@@ -167,12 +198,55 @@ async function main() {
   const reschedule = setInterval(() => void ensureReconciler(), 60_000);
   reschedule.unref();
 
-  log.info({ toolsets: config.toolsets, tools: registry.size, concurrency: config.worker.concurrency }, 'worker.ready');
+  // Heartbeat: gateways count live workers from these (their readiness, tasks' statusMessage).
+  const workerId = newWorkerId();
+  const heartbeat = startHeartbeat(presence, workerId, config.heartbeatMs, (err) => log.warn({ err: err.message }, 'heartbeat.failed'));
+  await heartbeat.first;
+
+  // Operations port: /metrics, /healthz, /readyz (ready = Redis answering with a safe policy,
+  // the tools worker running, a heartbeat written within its lifetime).
+  const eviction = evictionGuard(redis);
+  const readyz = async (): Promise<Readiness> => {
+    const reason = shuttingDown
+      ? 'shutting down'
+      : !toolsWorker!.isRunning()
+        ? 'worker not running'
+        : redis.status !== 'ready'
+          ? `redis ${redis.status}`
+          : Date.now() - heartbeat.lastOk > heartbeat.ttlMs
+            ? 'heartbeat not written (Redis?)'
+            : await Promise.race([
+                redis.ping().then(() => eviction.check()),
+                new Promise<string>((r) => setTimeout(() => r('redis not answering'), 1000).unref()),
+              ]);
+    return reason ? { ready: false, body: { status: 'unavailable', reason } } : { ready: true, body: { status: 'ready', workerId } };
+  };
+  const http = config.workerHttp;
+  const ops = http
+    ? await startOpsServer({ ...http, registry: metrics.registry, healthz: true, readyz }).catch((e: Error) => {
+        console.error(`worker: cannot listen on ${http.host}:${http.port} (WORKER_HTTP_PORT; off disables it): ${e.message}`);
+        process.exit(1);
+      })
+    : undefined;
+
+  log.info(
+    {
+      toolsets: config.toolsets,
+      tools: registry.size,
+      concurrency: config.worker.concurrency,
+      workerId,
+      http: ops ? `http://${http!.host}:${ops.port}` : 'off',
+      tracing: tracing.enabled,
+    },
+    'worker.ready',
+  );
 
   const shutdown = async (sig: string) => {
     if (shuttingDown) return;
     shuttingDown = true;
     log.info({ sig, graceMs: config.worker.shutdownGraceMs }, 'worker.draining');
+    // It takes no new step from now on: it no longer counts as a live worker.
+    await heartbeat.stop();
     const closing = Promise.all([toolsWorker!.close(), maintenanceWorker.close()]);
     const timer = (ms: number) => new Promise((r) => setTimeout(r, ms).unref());
     const finished = await Promise.race([closing.then(() => true), timer(config.worker.shutdownGraceMs).then(() => false)]);
@@ -181,6 +255,7 @@ async function main() {
       toolsWorker!.cancelAllJobs('shutdown');
       await Promise.race([closing, timer(5000)]);
     }
+    await Promise.allSettled([ops?.close(), tracing.shutdown()]);
     await Promise.allSettled([queues.close(), sub.quit(), redis.quit(), connection.quit()]);
     log.info('worker.stopped');
     process.exit(0);

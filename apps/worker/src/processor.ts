@@ -204,7 +204,7 @@ export function createStepProcessor(deps: ProcessorDeps) {
           return 'failed';
         }
         if (r.code === 'cancelled' || r.code === 'terminal' || r.code === 'gone') await releaseSlot(owner);
-        if (r.code === 'ok') await queues.scheduleInputTimeout(taskId, step, deps.inputTimeoutMs);
+        if (r.code === 'ok') await queues.scheduleInputTimeout(taskId, step, deps.inputTimeoutMs, { tool: tool.name, createdAt: job.data.createdAt });
         jobLog.info({ outcome: r.code, keys: Object.keys(requests) }, 'step.parked');
         return r.code === 'ok' ? 'input_required' : r.code;
       }

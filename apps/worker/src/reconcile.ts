@@ -14,7 +14,7 @@
  * written for clients say what happened and carry an error id; job states and the like go
  * only to the log (issue 10 §5).
  */
-import { newErrorId, type Logger } from '@mcp-tasks/observability';
+import { newErrorId, type FinishedStatus, type Logger } from '@mcp-tasks/observability';
 import { isTerminal, type TaskStore } from '@mcp-tasks/task-store';
 import type { JobQueues } from '@mcp-tasks/jobs';
 
@@ -29,6 +29,8 @@ export interface ReconcileDeps {
   syncHolderTimeoutMs: number;
   maxTtlMs: number;
   batch?: number;
+  /** Hears every task this pass ended (metrics: `mcp_tasks_finished_total`). */
+  onFinished?: (tool: string, status: FinishedStatus, createdAt: number) => void;
 }
 
 const LIVE_JOB_STATES = new Set(['active', 'waiting', 'delayed', 'prioritized', 'waiting-children']);
@@ -59,7 +61,10 @@ export async function reconcileOnce(deps: ReconcileDeps, now = Date.now()) {
       // Nobody holds this synchronous call any more (its gateway died): its client's stream
       // is closed, which cancels the request (C-01).
       const r = await store.requestCancel(taskId, 'Cancelled: the request that started it is gone');
-      if (r.code === 'cancelled') await release();
+      if (r.code === 'cancelled') {
+        await release();
+        deps.onFinished?.(rec.tool, 'cancelled', rec.createdAt);
+      }
       log.warn({ taskId, outcome: r.code }, 'reconcile.sync_orphan_cancelled');
       counts.cancelled++;
       await later(taskId, now + afterMs);
@@ -70,7 +75,10 @@ export async function reconcileOnce(deps: ReconcileDeps, now = Date.now()) {
         const r = await store.fail(taskId, { expectStatus: 'input_required', expectStep: rec.step },
           { code: -32603, message: `No answer to the input request within ${deps.inputTimeoutMs} ms`, data: { reason: 'input_timeout' } },
           'Timed out waiting for input');
-        if (r.code === 'ok') await release();
+        if (r.code === 'ok') {
+          await release();
+          deps.onFinished?.(rec.tool, 'failed', rec.createdAt);
+        }
         counts.failed++;
       } else {
         await later(taskId, now + afterMs);
@@ -87,7 +95,12 @@ export async function reconcileOnce(deps: ReconcileDeps, now = Date.now()) {
       continue;
     }
     if (state === 'unknown' && rec.claimedStep !== rec.step && rec.step > 1 && !rec.cancelRequested) {
-      await queues.enqueueStep(taskId, rec.step, { priority: await store.outstandingCount(rec.owner, now) });
+      await queues.enqueueStep(taskId, rec.step, {
+        priority: await store.outstandingCount(rec.owner, now),
+        tool: rec.tool,
+        createdAt: rec.createdAt,
+        ...(rec.trace ? { trace: rec.trace } : {}),
+      });
       await later(taskId, now + afterMs);
       log.warn({ taskId, step: rec.step }, 'reconcile.requeued');
       counts.requeued++;
@@ -100,6 +113,7 @@ export async function reconcileOnce(deps: ReconcileDeps, now = Date.now()) {
     log.warn({ taskId, step: rec.step, jobState: state, outcome: r.code, errorId }, 'reconcile.failed');
     if (r.code === 'ok') {
       await release();
+      deps.onFinished?.(rec.tool, 'failed', rec.createdAt);
       counts.failed++;
     }
     await redis.zrem(store.reconcileKey, taskId);

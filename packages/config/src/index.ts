@@ -131,6 +131,28 @@ const schema = z.object({
   MAX_OUTSTANDING_TASKS: z.coerce.number().int().min(1).max(1_000_000).default(100),
   /** Largest tool result stored, in bytes of serialized JSON; a larger one ends the task failed (-32603, N-09). */
   MAX_RESULT_BYTES: z.coerce.number().int().min(1024).max(512 * 1024 * 1024).default(1_048_576),
+  // --- Operations: metrics, worker heartbeats and health port, traces (issue 9 §3-§5) ---
+  /** Gateway: serve Prometheus `/metrics` (no credentials). */
+  METRICS_ENABLED: z.stringbool({ truthy: ['true'], falsy: ['false'], error: 'must be true or false' }).default(true),
+  /** Gateway: serve `/metrics` on this port of METRICS_HOST instead of the MCP port (unset = the MCP port). */
+  METRICS_PORT: z.coerce.number().int().min(0).max(65535).optional(),
+  /** Gateway: address of the METRICS_PORT listener (default HOST). */
+  METRICS_HOST: z.string().min(1).optional(),
+  /** Worker: port of `/metrics`, `/healthz`, `/readyz` (`off` = none; 0 = any free port, logged). */
+  WORKER_HTTP_PORT: z
+    .union([z.literal('off'), z.coerce.number().int().min(0).max(65535)], { error: 'must be a port number (0-65535) or off' })
+    .default(9464),
+  /** Worker: address of that port (default HOST). */
+  WORKER_HTTP_HOST: z.string().min(1).optional(),
+  /** Worker: heartbeat interval; a worker counts as alive for 3 intervals after its last heartbeat. */
+  WORKER_HEARTBEAT_MS: intMs(5000, 100),
+  /** OpenTelemetry (read by the SDK too): `otlp` or `none`; unset = `otlp` when an OTLP endpoint is set. */
+  OTEL_TRACES_EXPORTER: z.enum(['otlp', 'none'], { error: 'must be otlp or none (this service exports traces over OTLP/HTTP only)' }).optional(),
+  OTEL_EXPORTER_OTLP_ENDPOINT: z.string().url().optional(),
+  OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: z.string().url().optional(),
+  /** OTLP/HTTP body encoding; `grpc` is not supported. Default `http/protobuf` (the OpenTelemetry default). */
+  OTEL_EXPORTER_OTLP_TRACES_PROTOCOL: z.enum(['http/protobuf', 'http/json'], { error: 'must be http/protobuf or http/json (grpc is not supported)' }).optional(),
+  OTEL_EXPORTER_OTLP_PROTOCOL: z.enum(['http/protobuf', 'http/json'], { error: 'must be http/protobuf or http/json (grpc is not supported)' }).optional(),
 });
 
 /** The validated configuration. Durations are milliseconds unless the name says otherwise. */
@@ -195,6 +217,19 @@ export interface Config {
   maxOutstandingTasks: number;
   /** Largest stored tool result, bytes of serialized JSON (MAX_RESULT_BYTES, N-09). */
   maxResultBytes: number;
+  /** Prometheus metrics (issue 9 §3). */
+  metrics: {
+    /** Gateway: `/metrics` served at all. */
+    enabled: boolean;
+    /** Gateway: a separate listener for `/metrics` (`undefined` = on the MCP port). */
+    listen?: { host: string; port: number };
+  };
+  /** Worker: the operations port (`/metrics`, `/healthz`, `/readyz`); `undefined` = off. */
+  workerHttp?: { host: string; port: number };
+  /** Worker heartbeat interval (ms); a worker is alive for 3 intervals after its last heartbeat. */
+  heartbeatMs: number;
+  /** Traces (case N-14): exported over OTLP/HTTP only when `enabled`. */
+  tracing: { enabled: boolean; protocol: 'http/protobuf' | 'http/json' };
 }
 
 /** Host names of the loopback interface (the default `ALLOWED_HOSTS` when HOST is one of them). */
@@ -267,5 +302,16 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, o: { role?: 'ga
     allowedHosts: e.ALLOWED_HOSTS ? (e.ALLOWED_HOSTS.includes('*') ? undefined : e.ALLOWED_HOSTS) : isLoopbackHost(e.HOST) ? LOOPBACK_HOSTS : undefined,
     maxOutstandingTasks: e.MAX_OUTSTANDING_TASKS,
     maxResultBytes: e.MAX_RESULT_BYTES,
+    metrics: {
+      enabled: e.METRICS_ENABLED,
+      ...(e.METRICS_PORT === undefined ? {} : { listen: { host: e.METRICS_HOST ?? e.HOST, port: e.METRICS_PORT } }),
+    },
+    ...(e.WORKER_HTTP_PORT === 'off' ? {} : { workerHttp: { host: e.WORKER_HTTP_HOST ?? e.HOST, port: e.WORKER_HTTP_PORT } }),
+    heartbeatMs: e.WORKER_HEARTBEAT_MS,
+    tracing: {
+      // OpenTelemetry's convention: an OTLP endpoint turns the exporter on unless it is `none`.
+      enabled: e.OTEL_TRACES_EXPORTER === 'otlp' || (e.OTEL_TRACES_EXPORTER === undefined && !!(e.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT ?? e.OTEL_EXPORTER_OTLP_ENDPOINT)),
+      protocol: e.OTEL_EXPORTER_OTLP_TRACES_PROTOCOL ?? e.OTEL_EXPORTER_OTLP_PROTOCOL ?? 'http/protobuf',
+    },
   };
 }

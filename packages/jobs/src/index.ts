@@ -13,6 +13,8 @@ import { stepJobId } from '@mcp-tasks/task-store';
 
 export * from './redis.js';
 export { TaskEvents, type ChannelWatch } from './events.js';
+export { WorkerPresence, newWorkerId, startHeartbeat, type Heartbeat } from './presence.js';
+export { queueDepth, type QueueDepth } from './queue-depth.js';
 
 export const TOOLS_QUEUE = 'tools';
 export const MAINTENANCE_QUEUE = 'maintenance';
@@ -22,10 +24,38 @@ export const JOB_STEP = 'step';
 export const JOB_INPUT_TIMEOUT = 'input-timeout';
 export const JOB_RECONCILE = 'reconcile';
 
-/** Payload of a step job and of an input-timeout job. */
+/**
+ * W3C trace context carried with a job (case N-14): the `traceparent` (and `tracestate`) of the
+ * span the worker's step span becomes a child of. Never used for anything but tracing.
+ */
+export interface JobTrace {
+  traceparent: string;
+  tracestate?: string;
+}
+
+/**
+ * Payload of a step job and of an input-timeout job. `tool` and `createdAt` (ms) label the
+ * worker's metrics (issue 9 §3); `trace` parents the step's span (N-14). All three are absent in
+ * jobs enqueued before they existed.
+ */
 export interface StepJobData {
   taskId: string;
   step: number;
+  tool?: string;
+  createdAt?: number;
+  trace?: JobTrace;
+}
+
+/** What an enqueue may add to a job's payload (see StepJobData). */
+export type StepJobExtras = Pick<StepJobData, 'tool' | 'createdAt' | 'trace'>;
+
+/** The extras of `data` that are set (so a payload never carries `undefined` keys). */
+function extras(data: StepJobExtras): StepJobExtras {
+  const out: StepJobExtras = {};
+  if (data.tool !== undefined) out.tool = data.tool;
+  if (data.createdAt !== undefined) out.createdAt = data.createdAt;
+  if (data.trace !== undefined) out.trace = data.trace;
+  return out;
 }
 
 /** BullMQ prefix: one hash tag so every queue key sits in one Cluster slot (bullmq-notes §7). */
@@ -89,9 +119,10 @@ export class JobQueues {
    * Enqueues step `step` of a task (idempotent: same job id).
    * @param opts.priority the principal's outstanding-task count (fair share, see `fairPriority`);
    *        clamped to [1, MAX_JOB_PRIORITY]; default 1 (a step is never unprioritized).
+   * @param opts.tool, opts.createdAt, opts.trace carried in the payload (StepJobData).
    */
-  async enqueueStep(taskId: string, step: number, opts: { priority?: number } = {}): Promise<void> {
-    await this.tools.add(JOB_STEP, { taskId, step } satisfies StepJobData, {
+  async enqueueStep(taskId: string, step: number, opts: { priority?: number } & StepJobExtras = {}): Promise<void> {
+    await this.tools.add(JOB_STEP, { taskId, step, ...extras(opts) } satisfies StepJobData, {
       jobId: stepJobId(taskId, step),
       attempts: 1,
       priority: fairPriority(opts.priority ?? 1),
@@ -103,8 +134,8 @@ export class JobQueues {
    * Schedules the end of an `input_required` wait (case B-05.6). No priority on purpose: once due it
    * runs before every queued step (one script call), never behind a principal's backlog.
    */
-  async scheduleInputTimeout(taskId: string, step: number, delayMs: number): Promise<void> {
-    await this.tools.add(JOB_INPUT_TIMEOUT, { taskId, step } satisfies StepJobData, {
+  async scheduleInputTimeout(taskId: string, step: number, delayMs: number, data: StepJobExtras = {}): Promise<void> {
+    await this.tools.add(JOB_INPUT_TIMEOUT, { taskId, step, ...extras({ tool: data.tool, createdAt: data.createdAt }) } satisfies StepJobData, {
       jobId: `${stepJobId(taskId, step)}.timeout`,
       delay: delayMs,
       attempts: 1,

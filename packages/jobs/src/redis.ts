@@ -78,6 +78,28 @@ export async function evictionPolicy(redis: Redis): Promise<string | undefined> 
   }
 }
 
+/**
+ * The Redis eviction policy, re-read at most every `everyMs` (default 5 s) when asked (B-15):
+ * any policy but `noeviction` can evict BullMQ locks and task records, so readiness refuses it.
+ * `check()` answers `undefined` when the policy is fine or cannot be read (managed Redis often
+ * refuses CONFIG), else a one-line reason naming the policy.
+ */
+export function evictionGuard(redis: Redis, everyMs = 5000) {
+  let at = 0;
+  let policy: string | undefined;
+  return {
+    async check(): Promise<string | undefined> {
+      if (Date.now() - at >= everyMs) {
+        policy = await evictionPolicy(redis);
+        at = Date.now();
+      }
+      return policy && policy !== 'noeviction' ? `redis maxmemory-policy is ${policy}: set noeviction (keys and job locks may be evicted)` : undefined;
+    },
+  };
+}
+
+export type EvictionGuard = ReturnType<typeof evictionGuard>;
+
 /** Redis liveness as the gateway sees it: connected **and** answering PING in time. */
 export interface RedisHealth {
   readonly ok: boolean;

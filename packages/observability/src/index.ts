@@ -1,5 +1,7 @@
 /**
  * Structured logging (pino) with stable field names, one redaction list and bounded lines.
+ * Metrics (metrics.ts), the operations HTTP server (ops-server.ts) and traces (tracing.ts) are
+ * re-exported from here.
  *
  * Field names used across the service: `taskId`, `jobId`, `tool`, `principal`,
  * `reqId`, `step`, `status`, `err`, `errorId`. Log events are short verbs (`task.created`),
@@ -22,6 +24,10 @@
  * at every depth would cost ~70 µs per line (measured: 74 µs vs 3.5 µs for a 5-field line).
  */
 import { randomBytes } from 'node:crypto';
+
+export * from './metrics.js';
+export * from './ops-server.js';
+export * from './tracing.js';
 import type { DestinationStream } from 'pino';
 import { pino, type Logger, type LoggerOptions } from 'pino';
 

@@ -97,6 +97,8 @@ export interface TaskRecord {
   reruns: number;
   /** `sync` mode: when the gateway holding the request last said it was there (ms). */
   holderAt?: number;
+  /** W3C trace context of the request that created the task (N-14): every step's span is its child. */
+  trace?: { traceparent: string; tracestate?: string };
 }
 
 /**
@@ -154,6 +156,8 @@ export interface CreateTaskInput {
   statusMessage?: string;
   /** Client capabilities declared on the creating request (what input the tool may ask for). */
   clientCapabilities?: Record<string, unknown>;
+  /** W3C trace context of the creating request's span (N-14; at most 600 characters kept). */
+  trace?: { traceparent: string; tracestate?: string };
 }
 
 /** Outcome of `reserveOutstanding`: `count` = the principal's outstanding tasks (this one included when `ok`). */
@@ -297,6 +301,10 @@ export class TaskStore {
       caps: JSON.stringify(input.clientCapabilities ?? {}),
     };
     if (input.statusMessage) fields.statusMessage = capStatusMessage(input.statusMessage);
+    if (input.trace) {
+      fields.traceparent = input.trace.traceparent.slice(0, 64);
+      if (input.trace.tracestate) fields.tracestate = input.trace.tracestate.slice(0, 512);
+    }
     if (input.mode === 'sync') fields.holderAt = String(now);
     const created = await this.scripts.createTask(this.key(taskId), String(now + input.ttlMs), ...Object.entries(fields).flat());
     if (created !== 1) throw new TaskIdTakenError(taskId);
@@ -700,6 +708,7 @@ export function parseRecord(taskId: string, h: Record<string, string>): TaskReco
   };
   if (h.statusMessage) rec.statusMessage = h.statusMessage;
   if (h.holderAt) rec.holderAt = Number(h.holderAt);
+  if (h.traceparent) rec.trace = { traceparent: h.traceparent, ...(h.tracestate ? { tracestate: h.tracestate } : {}) };
   if (h.progress) rec.progress = JSON.parse(h.progress);
   if (h.result) rec.result = JSON.parse(h.result);
   if (h.error) rec.error = JSON.parse(h.error);
