@@ -6,7 +6,7 @@
  * wrong; the apps print that line and exit 1 (no stack trace).
  */
 import { z } from 'zod';
-import { isLoopbackHost, loadAuthConfig, type AuthConfig, type RequestStateConfig } from './auth.js';
+import { AUTH_VARIABLES, isLoopbackHost, loadAuthConfig, type AuthConfig, type RequestStateConfig } from './auth.js';
 import { ConfigError } from './errors.js';
 
 export { ConfigError };
@@ -132,6 +132,12 @@ const schema = z.object({
   /** Largest tool result stored, in bytes of serialized JSON; a larger one ends the task failed (-32603, N-09). */
   MAX_RESULT_BYTES: z.coerce.number().int().min(1024).max(512 * 1024 * 1024).default(1_048_576),
 });
+
+/**
+ * Every environment variable the configuration reads (both schemas' keys): what a manifest or
+ * compose file may set (test/unit/k8s-manifests.test.ts checks them against this list).
+ */
+export const CONFIG_VARIABLES: readonly string[] = Object.freeze([...Object.keys(schema.shape), ...AUTH_VARIABLES]);
 
 /** The validated configuration. Durations are milliseconds unless the name says otherwise. */
 export interface Config {
