@@ -2,7 +2,7 @@
 #
 # One image for both processes:
 #   gateway (default): node apps/gateway/dist/main.js      listens on $PORT (3000)
-#   worker:            node apps/worker/dist/main.js       no port
+#   worker:            node apps/worker/dist/main.js       9464 (WORKER_HTTP_PORT: /healthz, /readyz, /metrics)
 # In docker compose, override `command`; in Kubernetes, override `args` (not `command`,
 # which would replace the tini entrypoint).
 #

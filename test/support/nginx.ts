@@ -1,8 +1,14 @@
 /**
- * A real nginx in front of gateways (case B-10): an `upstream` of every gateway (round robin,
- * pooled keep-alive connections), `proxy_read_timeout 60s`, `proxy_buffering` left at its
- * default (`on`), HTTP/1.1 to the upstream. Everything nginx writes (pid, logs, temp files)
- * lives in a fresh temp dir; nginx runs in the foreground as a child of the test process.
+ * A real nginx in front of gateways, in one of two configurations:
+ *  - `b10` (case B-10, the default): an `upstream` of every gateway (round robin, pooled
+ *    keep-alive connections), `proxy_read_timeout 60s`, `proxy_buffering` left at its default
+ *    (`on`, so the gateway's `X-Accel-Buffering: no` must turn it off), HTTP/1.1 upstream;
+ *  - `deploy`: the configuration shipped for docker compose and `npm run stack`
+ *    (deploy/nginx/mcp.conf.template, rendered by deploy/nginx/render.mjs), optionally with its
+ *    Mcp-Method example turned on (`pollUpstreams`: tasks/get to a pool of its own).
+ * Everything nginx writes (pid, logs, temp files) lives in a fresh temp dir; nginx runs in the
+ * foreground as a child of the test process. Both write the access log in the same
+ * `|`-separated format.
  *
  * nginx must be installed (Debian: `apt-get install -y nginx-light`; `.ci/run` does it). When it
  * is missing, startNginx throws saying so: a test behind a proxy is never skipped silently.
@@ -12,6 +18,7 @@ import { accessSync, constants, existsSync, mkdirSync, mkdtempSync, readFileSync
 import { tmpdir } from 'node:os';
 import { delimiter, join } from 'node:path';
 import { freePort, sleep } from './cluster.js';
+import { writeLocalNginxConf } from '../../deploy/nginx/render.mjs';
 
 export const NGINX_INSTALL_HINT =
   'nginx is not installed: the case B-10 tests need a real nginx in front of the gateways. ' +
@@ -44,8 +51,12 @@ export interface NginxOptions {
   upstreams: string[];
   /** Extra directives inside the proxied `location` (e.g. to try a mutation locally). */
   extraConf?: string;
-  /** `proxy_read_timeout` (default `60s`, as in case B-10). */
+  /** `proxy_read_timeout` (default `60s`, as in case B-10). `b10` only. */
   readTimeout?: string;
+  /** `b10` (default) or `deploy` (the shipped deploy/nginx configuration). */
+  config?: 'b10' | 'deploy';
+  /** `deploy` only: turn on the template's Mcp-Method example, tasks/get to these gateway URLs. */
+  pollUpstreams?: string[];
 }
 
 export interface NginxLogs {
@@ -145,11 +156,25 @@ export async function startNginx(o: NginxOptions): Promise<Nginx> {
 
 async function launch(bin: string, o: NginxOptions): Promise<Nginx> {
   const dir = mkdtempSync(join(tmpdir(), 'mcp-nginx-'));
-  for (const d of ['client_body', 'proxy', 'fastcgi', 'uwsgi', 'scgi']) mkdirSync(join(dir, d));
   const port = await freePort();
-  const conf = configFor(dir, port, o);
-  const confPath = join(dir, 'nginx.conf');
-  writeFileSync(confPath, conf);
+  let conf: string;
+  let confPath = join(dir, 'nginx.conf');
+  let upPath = '/__nginx_up';
+  if (o.config === 'deploy') {
+    const written = writeLocalNginxConf({
+      dir,
+      listen: `127.0.0.1:${port}`,
+      gateways: o.upstreams.map(hostPort),
+      ...(o.pollUpstreams ? { pollGateways: o.pollUpstreams.map(hostPort) } : {}),
+    });
+    conf = `${written.conf}\n# ${join(dir, 'mcp.conf')}:\n${written.mcpConf}`;
+    confPath = written.confPath;
+    upPath = '/nginx-health';
+  } else {
+    for (const d of ['client_body', 'proxy', 'fastcgi', 'uwsgi', 'scgi']) mkdirSync(join(dir, d));
+    conf = configFor(dir, port, o);
+    writeFileSync(confPath, conf);
+  }
   // -e: the error log used before the config is read (else /var/log/nginx/error.log).
   const proc = spawn(bin, ['-p', dir, '-c', confPath, '-e', join(dir, 'startup-error.log')], { stdio: ['ignore', 'pipe', 'pipe'] });
   let output = '';
@@ -187,7 +212,7 @@ async function launch(bin: string, o: NginxOptions): Promise<Nginx> {
       throw new Error(`nginx (${bin}) exited at start (${proc.exitCode ?? proc.signalCode}):\n${l.output}\n${l.error}`);
     }
     try {
-      const r = await fetch(`http://127.0.0.1:${port}/__nginx_up`);
+      const r = await fetch(`http://127.0.0.1:${port}${upPath}`);
       if (r.status === 204) break;
     } catch {
       // not listening yet
@@ -207,4 +232,20 @@ export function streamCutLines(errorLog: string): string[] {
   return errorLog
     .split('\n')
     .filter((l) => /upstream prematurely closed|reset by peer|upstream timed out|broken pipe/i.test(l));
+}
+
+/**
+ * Access log lines (either configuration's format) that a client saw as a failure: status 499
+ * or 5xx, or a gateway's 5xx on any try (`allowUpstream` exempts some upstream statuses, e.g.
+ * a 502 for a try on a stopped gateway that nginx then passed to the next one).
+ */
+export function failedAccessLines(access: string, allowUpstream: RegExp = /^$/): string[] {
+  return access
+    .split('\n')
+    .filter(Boolean)
+    .filter((l) => {
+      const [, status, , upstreamStatus] = l.split('|');
+      if (/^(499|5\d\d)$/.test(status ?? '')) return true;
+      return (upstreamStatus ?? '').split(/[,:]\s*/).some((s) => /^5\d\d$/.test(s.trim()) && !allowUpstream.test(s.trim()));
+    });
 }

@@ -7,7 +7,8 @@
  *  - `cancelled`: tasks/cancel or a disconnected synchronous caller (PUBLISH on the cancel
  *    channel → worker.cancelJob; backstop: the cancel flag, polled every second and returned
  *    by every progress write). The task is marked `cancelled` at once, fenced.
- *  - `shutdown`: SIGTERM; the job is released to the queue for another worker (no stall).
+ *  - `shutdown`: SIGTERM; the job is released to the queue for another worker (no stall):
+ *    `releaseToQueue` below.
  *  - `lock-lost`: another worker owns the step now; this one stops writing.
  *
  * Every terminal write is followed by `releaseOutstanding` (the principal's outstanding count,
@@ -17,7 +18,7 @@
  * "Tool <name> failed unexpectedly (error id …)"; its message and stack only reach the log,
  * under the same `errorId` (issue 10 §5).
  */
-import { type Job, WaitingError } from 'bullmq';
+import { DelayedError, type Job } from 'bullmq';
 import { newErrorId, type Logger } from '@mcp-tasks/observability';
 import { capStatusMessage, unexpectedToolError, type TaskStore, type WriteOutcome } from '@mcp-tasks/task-store';
 import type { JobQueues, StepJobData } from '@mcp-tasks/jobs';
@@ -68,6 +69,19 @@ const short = capStatusMessage;
 /** Outcomes of a terminal write after which the task is terminal (or gone): its outstanding slot is released. */
 const ENDED = new Set<WriteOutcome['code']>(['ok', 'terminal', 'cancelled', 'gone']);
 
+/**
+ * Hands a job this worker holds back to the queue (SIGTERM), for another worker to start at
+ * once; throws the error that tells BullMQ the job was moved. `moveToDelayed(now)`, not
+ * `moveToWait`: BullMQ 6.7's moveJobFromActiveToWait puts a prioritized job (every step job
+ * is, for the fair share) back without the queue marker idle workers block on, so they only
+ * saw it after their `drainDelay` (5 s, measured in test/e2e/topology.test.ts). A due delayed
+ * job sets the marker; the next worker's fetch promotes it with its priority. Not an attempt.
+ */
+async function releaseToQueue(job: Job, token: string | undefined): Promise<never> {
+  await job.moveToDelayed(Date.now(), token);
+  throw new DelayedError();
+}
+
 /** Creates the BullMQ processor for step jobs. */
 export function createStepProcessor(deps: ProcessorDeps) {
   const { store, queues, registry, log } = deps;
@@ -75,10 +89,7 @@ export function createStepProcessor(deps: ProcessorDeps) {
   return async function processStep(job: Job<StepJobData>, token: string | undefined, signal?: AbortSignal): Promise<string> {
     const { taskId, step } = job.data;
     const jobLog = log.child({ taskId, jobId: job.id, step });
-    if (deps.isShuttingDown()) {
-      await job.moveToWait(token);
-      throw new WaitingError();
-    }
+    if (deps.isShuttingDown()) await releaseToQueue(job, token);
     const releaseSlot = async (owner: string): Promise<void> => {
       if (!owner) return;
       // A lost release is repaired by the next reservation at the limit (TaskStore.repairOutstanding).
@@ -223,7 +234,7 @@ export function createStepProcessor(deps: ProcessorDeps) {
       if (unreadable > 0) jobLog.warn({ tool: tool.name, unreadable }, 'step.result_unreadable: put the facts of content into structuredContent (structuredResult)');
       return r.code === 'ok' ? 'completed' : r.code;
     } catch (e) {
-      if (e instanceof WaitingError) throw e; // released on shutdown by afterAbort(): not a tool error
+      if (e instanceof DelayedError) throw e; // released on shutdown by afterAbort(): not a tool error
       if (ac.signal.aborted) return await afterAbort();
       if (e instanceof ToolCancelled) {
         await ended(store.markCancelled(taskId, fence, short(e.message)));
@@ -253,8 +264,7 @@ export function createStepProcessor(deps: ProcessorDeps) {
       const reason = String(ac.signal.reason);
       if (reason === 'shutdown') {
         jobLog.info('step.released');
-        await job.moveToWait(token);
-        throw new WaitingError();
+        return releaseToQueue(job, token);
       }
       if (reason === 'cancelled') {
         if (!cancelWrite) cancelWrite = ended(store.markCancelled(taskId, fence, 'Cancelled by client request'));

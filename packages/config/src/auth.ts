@@ -336,6 +336,9 @@ const authSchema = z.object({
   REQUEST_STATE_KEY: z.string().min(MIN_REQUEST_STATE_SECRET_CHARS, `must be at least ${MIN_REQUEST_STATE_SECRET_CHARS} characters`).optional(),
 });
 
+/** The environment variables this module reads (the keys of its schema). */
+export const AUTH_VARIABLES: readonly string[] = Object.freeze(Object.keys(authSchema.shape));
+
 function fail(message: string): never {
   throw new ConfigError(`invalid configuration: ${message}`);
 }

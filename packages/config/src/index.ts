@@ -6,7 +6,7 @@
  * wrong; the apps print that line and exit 1 (no stack trace).
  */
 import { z } from 'zod';
-import { isLoopbackHost, loadAuthConfig, type AuthConfig, type RequestStateConfig } from './auth.js';
+import { AUTH_VARIABLES, isLoopbackHost, loadAuthConfig, type AuthConfig, type RequestStateConfig } from './auth.js';
 import { ConfigError } from './errors.js';
 
 export { ConfigError };
@@ -154,6 +154,12 @@ const schema = z.object({
   OTEL_EXPORTER_OTLP_TRACES_PROTOCOL: z.enum(['http/protobuf', 'http/json'], { error: 'must be http/protobuf or http/json (grpc is not supported)' }).optional(),
   OTEL_EXPORTER_OTLP_PROTOCOL: z.enum(['http/protobuf', 'http/json'], { error: 'must be http/protobuf or http/json (grpc is not supported)' }).optional(),
 });
+
+/**
+ * Every environment variable the configuration reads (both schemas' keys): what a manifest or
+ * compose file may set (test/unit/k8s-manifests.test.ts checks them against this list).
+ */
+export const CONFIG_VARIABLES: readonly string[] = Object.freeze([...Object.keys(schema.shape), ...AUTH_VARIABLES]);
 
 /** The validated configuration. Durations are milliseconds unless the name says otherwise. */
 export interface Config {

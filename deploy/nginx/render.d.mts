@@ -1,0 +1,18 @@
+/** Types of deploy/nginx/render.mjs (renders deploy/nginx/mcp.conf.template for a local nginx). */
+export declare const TEMPLATE_PATH: string;
+/** The `${NAME}` placeholders of the template. */
+export declare const PLACEHOLDERS: readonly string[];
+
+export interface RenderOptions {
+  /** `listen` value: a port or address:port. */
+  listen: string | number;
+  /** Gateway addresses `host:port`, round robin in this order. */
+  gateways: string[];
+  /** Turn on the template's Mcp-Method example: `tasks/get` goes to these `host:port`. */
+  pollGateways?: string[];
+}
+
+export declare function renderMcpConf(o: RenderOptions & { accessLog: string }): string;
+
+/** Writes `<dir>/mcp.conf` and the main `<dir>/nginx.conf` that includes it. */
+export declare function writeLocalNginxConf(o: RenderOptions & { dir: string; accessLog?: string }): { conf: string; mcpConf: string; confPath: string };
