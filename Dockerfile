@@ -64,6 +64,6 @@ COPY --from=build /app/apps ./apps
 COPY --from=build /app/packages ./packages
 COPY --from=prod-deps /app ./
 USER node
-EXPOSE 3000
+EXPOSE 3000 9464
 ENTRYPOINT ["/usr/bin/tini", "--"]
 CMD ["node", "apps/gateway/dist/main.js"]
