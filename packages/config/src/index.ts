@@ -8,9 +8,13 @@
 import { z } from 'zod';
 import { isLoopbackHost, loadAuthConfig, type AuthConfig, type RequestStateConfig } from './auth.js';
 import { ConfigError } from './errors.js';
+import { parseWebhookConfig, type WebhookConfig } from './webhooks.js';
+import { parseAdminConfig, type AdminConfig } from './admin.js';
 
 export { ConfigError };
 export * from './auth.js';
+export * from './webhooks.js';
+export * from './admin.js';
 
 /** Tool sets a deployment can enable through `MCP_TOOLSETS`. */
 export const TOOLSETS = ['demo', 'conformance', 'testing'] as const;
@@ -195,6 +199,10 @@ export interface Config {
   maxOutstandingTasks: number;
   /** Largest stored tool result, bytes of serialized JSON (MAX_RESULT_BYTES, N-09). */
   maxResultBytes: number;
+  /** Completion webhooks (issue 11 §5); webhooks.ts. */
+  webhooks: WebhookConfig;
+  /** The queue view's admin listener (issue 11 §4), gateway only; `undefined` = off. admin.ts. */
+  admin?: AdminConfig;
 }
 
 /** Host names of the loopback interface (the default `ALLOWED_HOSTS` when HOST is one of them). */
@@ -223,6 +231,10 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, o: { role?: 'ga
     o.role === 'worker'
       ? { auth: { apiKeys: [], allowAnonymous: false, anonymous: 'off' as const }, requestState: { keys: Object.freeze([]), ttlSeconds: e.REQUEST_STATE_TTL_S, isDevKey: false } as unknown as RequestStateConfig }
       : loadAuthConfig(cleaned, { nodeEnv: e.NODE_ENV, host: e.HOST, requestStateTtlSeconds: e.REQUEST_STATE_TTL_S });
+  const webhooks = parseWebhookConfig(cleaned);
+  if ('problem' in webhooks) throw new ConfigError(`invalid configuration: ${webhooks.problem}`);
+  const admin = o.role === 'worker' ? undefined : parseAdminConfig(cleaned);
+  if (admin && 'problem' in admin) throw new ConfigError(`invalid configuration: ${admin.problem}`);
   return {
     env: e.NODE_ENV,
     host: e.HOST,
@@ -267,5 +279,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, o: { role?: 'ga
     allowedHosts: e.ALLOWED_HOSTS ? (e.ALLOWED_HOSTS.includes('*') ? undefined : e.ALLOWED_HOSTS) : isLoopbackHost(e.HOST) ? LOOPBACK_HOSTS : undefined,
     maxOutstandingTasks: e.MAX_OUTSTANDING_TASKS,
     maxResultBytes: e.MAX_RESULT_BYTES,
+    webhooks,
+    ...(admin ? { admin } : {}),
   };
 }
