@@ -1,6 +1,7 @@
 /**
- * Worker process: runs tool steps from the `tools` queue, the input timeouts, and the
- * reconciler (maintenance queue). Never imports Fastify.
+ * Worker process: runs tool steps from the `tools` queue, the input timeouts, the
+ * reconciler (maintenance queue) and completion webhook deliveries (`webhooks` queue,
+ * webhook-worker.ts). Never imports Fastify.
  *
  * Signals: SIGTERM/SIGINT → stop fetching, let active steps finish for SHUTDOWN_GRACE_MS,
  * then release the rest to the queue (another worker restarts them at once, bullmq-notes §4).
@@ -21,11 +22,13 @@ import {
   MAINTENANCE_QUEUE,
   redisOptions,
   TOOLS_QUEUE,
+  WebhookOutbox,
   type StepJobData,
 } from '@mcp-tasks/jobs';
 import { createRegistry } from '@mcp-tasks/tools';
 import { createStepProcessor } from './processor.js';
 import { reconcileOnce } from './reconcile.js';
+import { startWebhookWorker } from './webhook-worker.js';
 
 async function main() {
   let config;
@@ -56,6 +59,9 @@ async function main() {
   const store = new TaskStore(redis, config.keyPrefix);
   const queues = new JobQueues(redis, config.keyPrefix, config.task.ttlMs, (err) => log.warn({ err: err.message }, 'queue.error'));
   const registry = createRegistry(config.toolsets);
+  // Completion webhooks (issue 11 §5): every task this process ends gets its delivery enqueued.
+  const webhooks = new WebhookOutbox(redis, config.keyPrefix, store, config.webhooks, log);
+  store.onTerminal(webhooks.listener);
   let shuttingDown = false;
 
   // BullMQ duplicates this client for its blocking connection.
@@ -145,6 +151,7 @@ async function main() {
         inputTimeoutMs: config.task.inputTimeoutMs,
         syncHolderTimeoutMs: config.worker.syncHolderTimeoutMs,
         maxTtlMs: config.task.ttlMs,
+        ...(config.webhooks.enabled ? { webhooks } : {}),
       });
       if (counts.failed || counts.requeued || counts.cancelled) log.info(counts, 'reconcile.done');
       return counts;
@@ -152,6 +159,9 @@ async function main() {
     { ...workerOpts, concurrency: 1 },
   );
   maintenanceWorker.on('error', (err) => log.warn({ err: err.message }, 'maintenance.error'));
+  // Runs even without a webhook target here, so jobs a differently configured process enqueued
+  // end (logged as no_target) instead of waiting forever.
+  const webhookWorker = startWebhookWorker({ connection, keyPrefix: config.keyPrefix, config: config.webhooks, log });
   // The reconciler's schedule lives in Redis: re-assert it (idempotent) at start, on every
   // reconnect and every minute, so a Redis that lost its data does not stop it for good.
   const ensureReconciler = () =>
@@ -167,13 +177,13 @@ async function main() {
   const reschedule = setInterval(() => void ensureReconciler(), 60_000);
   reschedule.unref();
 
-  log.info({ toolsets: config.toolsets, tools: registry.size, concurrency: config.worker.concurrency }, 'worker.ready');
+  log.info({ toolsets: config.toolsets, tools: registry.size, concurrency: config.worker.concurrency, webhooks: config.webhooks.enabled }, 'worker.ready');
 
   const shutdown = async (sig: string) => {
     if (shuttingDown) return;
     shuttingDown = true;
     log.info({ sig, graceMs: config.worker.shutdownGraceMs }, 'worker.draining');
-    const closing = Promise.all([toolsWorker!.close(), maintenanceWorker.close()]);
+    const closing = Promise.all([toolsWorker!.close(), maintenanceWorker.close(), webhookWorker.close()]);
     const timer = (ms: number) => new Promise((r) => setTimeout(r, ms).unref());
     const finished = await Promise.race([closing.then(() => true), timer(config.worker.shutdownGraceMs).then(() => false)]);
     if (!finished) {
@@ -181,7 +191,7 @@ async function main() {
       toolsWorker!.cancelAllJobs('shutdown');
       await Promise.race([closing, timer(5000)]);
     }
-    await Promise.allSettled([queues.close(), sub.quit(), redis.quit(), connection.quit()]);
+    await Promise.allSettled([queues.close(), webhooks.close(), sub.quit(), redis.quit(), connection.quit()]);
     log.info('worker.stopped');
     process.exit(0);
   };
