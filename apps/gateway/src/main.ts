@@ -9,10 +9,11 @@
 import { authStartupWarnings, ConfigError, loadConfig } from '@mcp-tasks/config';
 import { createLogger } from '@mcp-tasks/observability';
 import { TaskStore } from '@mcp-tasks/task-store';
-import { connectOrExplain, createRedis, evictionPolicy, JobQueues, TaskEvents, watchRedis } from '@mcp-tasks/jobs';
+import { connectOrExplain, createRedis, evictionPolicy, JobQueues, TaskEvents, watchRedis, WebhookOutbox } from '@mcp-tasks/jobs';
 import { createPromptRegistry, createRegistry, createResourceRegistry } from '@mcp-tasks/tools';
 import { taskStatusTool } from './task-status.js';
 import { buildApp } from './app.js';
+import { startAdmin, type AdminServer } from './admin.js';
 
 async function main() {
   let config;
@@ -45,6 +46,9 @@ async function main() {
   const store = new TaskStore(redis, config.keyPrefix);
   const queues = new JobQueues(redis, config.keyPrefix, config.task.ttlMs, (err) => log.warn({ err: err.message }, 'queue.error'));
   const events = new TaskEvents(sub);
+  // Completion webhooks (issue 11 §5): a task this gateway ends (tasks/cancel) gets its delivery enqueued.
+  const webhooks = new WebhookOutbox(redis, config.keyPrefix, store, config.webhooks, log);
+  store.onTerminal(webhooks.listener);
   const registry = createRegistry(config.toolsets, [taskStatusTool]);
   const unknownBudgets = Object.keys(config.sync.budgetMsByTool).filter((name) => !registry.get(name));
   if (unknownBudgets.length) log.warn({ tools: unknownBudgets }, 'config.sync_budget_unknown_tools: SYNC_BUDGET_MS_BY_TOOL names tools that are not enabled (MCP_TOOLSETS)');
@@ -61,7 +65,27 @@ async function main() {
   }
   const addr = app.server.address();
   const port = typeof addr === 'object' && addr ? addr.port : config.port;
-  log.info({ url: `http://${config.host}:${port}/mcp`, toolsets: config.toolsets, tools: registry.size, prompts: prompts.size, resources: resources.size }, 'gateway.ready');
+  // The queue view (issue 11 §4): its own listener, only with ADMIN_API_KEYS.
+  let admin: AdminServer | undefined;
+  if (config.admin) {
+    try {
+      admin = await startAdmin({
+        config: config.admin,
+        log,
+        store,
+        queues: [
+          { queue: queues.tools, description: 'Task steps (t.<taskId>.<step>) and input timeouts' },
+          { queue: webhooks.queue, description: 'Completion webhook deliveries (wh.<taskId>)' },
+          { queue: queues.maintenance, description: 'Reconciler runs' },
+        ],
+      });
+      log.info({ url: admin.url, readOnly: config.admin.readOnly }, 'admin.ready');
+    } catch (e) {
+      console.error(`gateway: cannot start the admin view on ${config.admin.host}:${config.admin.port}: ${(e as Error).message} (set ADMIN_PORT to a free port, or unset ADMIN_API_KEYS on all but one gateway of this host)`);
+      process.exit(1);
+    }
+  }
+  log.info({ url: `http://${config.host}:${port}/mcp`, toolsets: config.toolsets, tools: registry.size, prompts: prompts.size, resources: resources.size, webhooks: config.webhooks.enabled, admin: admin?.url }, 'gateway.ready');
 
   let stopping = false;
   const shutdown = async (sig: string) => {
@@ -76,6 +100,7 @@ async function main() {
     // then ends with the hand-off result (its work continues as a task, followed with
     // task_status) instead of being cancelled; whatever is left after that is aborted.
     app.closeListens();
+    void admin?.close().catch(() => undefined);
     const closing = app.close();
     await Promise.race([closing, new Promise((r) => setTimeout(r, config.worker.shutdownGraceMs).unref())]);
     app.handOffSync();
@@ -83,7 +108,7 @@ async function main() {
     await app.closeMcp().catch(() => undefined);
     await Promise.race([closing, new Promise((r) => setTimeout(r, 2000).unref())]);
     redisHealth.stop();
-    await Promise.allSettled([queues.close(), sub.quit(), redis.quit()]);
+    await Promise.allSettled([queues.close(), webhooks.close(), sub.quit(), redis.quit()]);
     log.info('gateway.stopped');
     process.exit(0);
   };
