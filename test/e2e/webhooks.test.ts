@@ -170,13 +170,15 @@ describe('completion webhooks (Standard Webhooks) through two gateways and two w
     };
     rx.mode = { kind: 'status', status: 204 };
     const answering = await run(3);
+    // Their deliveries are answered before the receiver starts hanging.
+    await waitFor(() => answering.ids.every((id) => rx.byId(`msg_${id}`).some((w) => w.answered === 204)), 15_000, 50, 'the answered deliveries');
     rx.mode = { kind: 'hang' };
     const hanging = await run(3); // 3 deliveries, 2 at a time (TASK_WEBHOOK_CONCURRENCY): all stuck
-    await waitFor(() => rx.hanging >= 2, 10_000, 50, 'deliveries hanging at the receiver');
+    const stuck = () => hanging.ids.filter((id) => rx.byId(`msg_${id}`).some((w) => w.answered === undefined));
+    await waitFor(() => stuck().length >= 2, 15_000, 50, 'deliveries hanging at the receiver');
     // The receiver still holds these requests, and every task already reads completed.
     for (const id of hanging.ids) assert.equal((await getTask(next(), id, ALICE)).body.result?.status, 'completed');
-    const stuck = hanging.ids.filter((id) => rx.byId(`msg_${id}`).some((w) => w.answered === undefined));
-    assert.ok(stuck.length >= 2, `deliveries still hanging: ${stuck.length}`);
+    assert.ok(stuck().length >= 2 && rx.hanging >= 2, `deliveries still hanging: ${stuck().length}`);
     // A task whose end waited for its receiver would take TIMEOUT_MS (20 s) or more.
     const worst = (ms: number[]) => Math.max(...ms);
     console.log(`# task duration (created → completed), slow_echo 0.5 s: receiver answering ${answering.ms.join('/')} ms, receiver hanging ${hanging.ms.join('/')} ms`);
