@@ -8,7 +8,8 @@
  *    gateway) gets exactly one accepted delivery, also after reconcile passes that look at it;
  *  - a principal with a target of its own gets its deliveries there, signed with its secret;
  *  - a receiver that answers 500 twice gets the same delivery (same webhook-id, same bytes) a
- *    third time and accepts it; nothing after that;
+ *    third time and accepts it; nothing after that; one that is down (connection refused) for
+ *    two attempts gets it on the third;
  *  - a receiver that never answers does not delay the task's end: tasks/get shows `completed`
  *    while the delivery is still hanging, and the task takes as long as with a receiver that answers.
  */
@@ -160,6 +161,31 @@ describe('completion webhooks (Standard Webhooks) through two gateways and two w
     assert.ok(logs.filter((l) => l.msg === 'webhook.attempt_failed').every((l) => l.err === 'HTTP 500' && l.target === new URL(rx.url).origin));
     assert.equal(logs.filter((l) => l.msg === 'webhook.delivered').length, 1);
     assert.ok(!JSON.stringify(logs).includes('receiver-path-secret'), 'the target URL is logged by origin only');
+  });
+
+  it('a receiver that is down (connection refused) for the first two attempts gets the delivery on the third', async () => {
+    rx.mode = { kind: 'status', status: 204 };
+    await rx.down();
+    const id = await start('slow_echo', { seconds: 0.1, quiet: true });
+    try {
+      await finished(id);
+      const refused = () => c.workers.flatMap((w) => w.logs).filter((l) => l.taskId === id && l.msg === 'webhook.attempt_failed');
+      await waitFor(() => refused().length >= 2, 15_000, 10, 'two refused attempts');
+      assert.ok(refused().every((l) => l.err === 'network error: ECONNREFUSED'), JSON.stringify(refused()));
+    } finally {
+      await rx.up(); // the third attempt comes 4 × BACKOFF_MS after the second
+    }
+    await waitFor(() => rx.byId(`msg_${id}`).length === 1, 15_000, 50, 'the third attempt');
+    const w = rx.byId(`msg_${id}`)[0]!;
+    assert.equal(verified(w).data.taskId, id);
+    assert.equal(w.answered, 204);
+    await sleep(8 * BACKOFF_MS);
+    assert.equal(rx.byId(`msg_${id}`).length, 1, 'nothing after it was accepted');
+    // The third attempt, unless this process was too slow to bring the receiver up in time.
+    const failedBefore = c.workers.flatMap((x) => x.logs).filter((l) => l.taskId === id && l.msg === 'webhook.attempt_failed').length;
+    const delivered = c.workers.flatMap((x) => x.logs).filter((l) => l.taskId === id && l.msg === 'webhook.delivered');
+    assert.deepEqual(delivered.map((l) => l.attempt), [failedBefore + 1]);
+    assert.ok(failedBefore >= 2);
   });
 
   it("a receiver that never answers does not delay the task's end: completed on tasks/get while its delivery hangs, as fast as with a receiver that answers", async () => {

@@ -2,7 +2,7 @@
  * A webhook receiver for tests (issue 11 §5): a real HTTP server on 127.0.0.1 that records every
  * request it gets (headers, exact body bytes, arrival time) and answers as the test says: at
  * once with a status, with 500 for the first N attempts of each `webhook-id`, or never (hangs
- * until the test ends it).
+ * until the test ends it). It can also go down (connections refused) and come back on its port.
  */
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -33,6 +33,10 @@ export interface WebhookReceiver {
   readonly hanging: number;
   /** Requests with this webhook-id. */
   byId(id: string): ReceivedWebhook[];
+  /** Stops listening (connections are refused) until `up`; the URL stays the same. */
+  down(): Promise<void>;
+  /** Listens again on the same port. */
+  up(): Promise<void>;
   close(): Promise<void>;
 }
 
@@ -47,12 +51,20 @@ export async function startWebhookReceiver(mode: ReceiverMode = { kind: 'status'
       return open.size;
     },
     byId: (id) => received.filter((w) => w.headers['webhook-id'] === id),
-    close: async () => {
+    down: async () => {
       for (const res of open) res.destroy();
       open.clear();
       server.closeAllConnections();
-      await new Promise((res) => server.close(() => res(undefined)));
+      if (server.listening) await new Promise((res) => server.close(() => res(undefined)));
     },
+    up: () => new Promise<void>((res, rej) => {
+      server.once('error', rej);
+      server.listen(port, '127.0.0.1', () => {
+        server.off('error', rej);
+        res();
+      });
+    }),
+    close: () => r.down(),
   };
   const server = createServer((req: IncomingMessage, res: ServerResponse) => {
     const chunks: Buffer[] = [];
@@ -74,6 +86,7 @@ export async function startWebhookReceiver(mode: ReceiverMode = { kind: 'status'
     });
   });
   await new Promise<void>((res) => server.listen(0, '127.0.0.1', res));
-  r.url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/hooks/tasks?token=receiver-path-secret`;
+  const port = (server.address() as AddressInfo).port;
+  r.url = `http://127.0.0.1:${port}/hooks/tasks?token=receiver-path-secret`;
   return r;
 }
