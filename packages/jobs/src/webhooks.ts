@@ -22,7 +22,7 @@
 import { Queue, type JobsOptions } from 'bullmq';
 import type { Redis } from 'ioredis';
 import { webhookTargetFor, type WebhookConfig } from '@mcp-tasks/config';
-import { isTerminal, type TaskRecord, type TaskStatus, type TaskStore } from '@mcp-tasks/task-store';
+import { isTerminal, parseRecord, type TaskRecord, type TaskStatus, type TaskStore } from '@mcp-tasks/task-store';
 import { bullPrefix, EVENTS_MAX_LEN } from './index.js';
 
 export const WEBHOOKS_QUEUE = 'webhooks';
@@ -104,6 +104,9 @@ export const WEBHOOK_RETENTION: Pick<JobsOptions, 'removeOnComplete' | 'removeOn
   removeOnFail: { age: 7 * 86_400, count: 10_000 },
 };
 
+/** Task hash fields a delivery body is built from (see includes/common.lua). */
+const BODY_FIELDS = ['status', 'owner', 'tool', 'createdAt', 'lastUpdatedAt', 'statusMessage', 'webhookQueuedAt'];
+
 /** What `enqueue` did. */
 export type EnqueueOutcome = 'queued' | 'already' | 'no_target' | 'not_terminal' | 'gone' | 'disabled';
 
@@ -142,10 +145,20 @@ export class WebhookOutbox {
     this.enqueue(taskId).catch((e: Error) => this.log.warn({ taskId, err: e.message }, 'webhook.enqueue_failed'));
   };
 
-  /** Reads the task and enqueues its delivery (`enqueueRecord`). One HGETALL more. */
+  /**
+   * Reads the fields of the task the body needs (one HMGET; the result only with
+   * TASK_WEBHOOK_INCLUDE_RESULT, so a large result is not read for nothing) and enqueues its
+   * delivery (`enqueueRecord`).
+   */
   async enqueue(taskId: string): Promise<EnqueueOutcome> {
     if (!this.config.enabled) return 'disabled';
-    const rec = await this.store.get(taskId);
+    const fields = this.config.includeResult ? [...BODY_FIELDS, 'result', 'error'] : BODY_FIELDS;
+    const values = await this.store.redis.hmget(this.store.key(taskId), ...fields);
+    const h: Record<string, string> = {};
+    fields.forEach((f, i) => {
+      if (values[i] !== null && values[i] !== undefined) h[f] = values[i]!;
+    });
+    const rec = parseRecord(taskId, h);
     return rec ? this.enqueueRecord(rec) : 'gone';
   }
 
