@@ -10,11 +10,12 @@
 import { authStartupWarnings, ConfigError, loadConfig } from '@mcp-tasks/config';
 import { createGatewayMetrics, createLogger, startOpsServer, startTracing } from '@mcp-tasks/observability';
 import { TaskStore } from '@mcp-tasks/task-store';
-import { connectOrExplain, createRedis, evictionPolicy, JobQueues, queueDepth, TaskEvents, watchRedis, WorkerPresence } from '@mcp-tasks/jobs';
+import { connectOrExplain, createRedis, evictionPolicy, JobQueues, queueDepth, TaskEvents, watchRedis, WorkerPresence, WebhookOutbox } from '@mcp-tasks/jobs';
 import { createPromptRegistry, createRegistry, createResourceRegistry } from '@mcp-tasks/tools';
 import { taskStatusTool } from './task-status.js';
 import { buildApp } from './app.js';
 import { WORKERS_REFRESH_MS } from './workers.js';
+import { startAdmin, type AdminServer } from './admin.js';
 
 async function main() {
   let config;
@@ -66,6 +67,9 @@ async function main() {
     else if (alive !== undefined && (before === 0 || before === undefined)) log.info({ workers: alive }, 'workers.alive');
   });
   const events = new TaskEvents(sub);
+  // Completion webhooks (issue 11 §5): a task this gateway ends (tasks/cancel) gets its delivery enqueued.
+  const webhooks = new WebhookOutbox(redis, config.keyPrefix, store, config.webhooks, log);
+  store.onTerminal(webhooks.listener);
   const registry = createRegistry(config.toolsets, [taskStatusTool]);
   const unknownBudgets = Object.keys(config.sync.budgetMsByTool).filter((name) => !registry.get(name));
   if (unknownBudgets.length) log.warn({ tools: unknownBudgets }, 'config.sync_budget_unknown_tools: SYNC_BUDGET_MS_BY_TOOL names tools that are not enabled (MCP_TOOLSETS)');
@@ -104,6 +108,26 @@ async function main() {
         process.exit(1);
       })
     : undefined;
+  // The queue view (issue 11 §4): its own listener, only with ADMIN_API_KEYS.
+  let admin: AdminServer | undefined;
+  if (config.admin) {
+    try {
+      admin = await startAdmin({
+        config: config.admin,
+        log,
+        store,
+        queues: [
+          { queue: queues.tools, description: 'Task steps (t.<taskId>.<step>) and input timeouts' },
+          { queue: webhooks.queue, description: 'Completion webhook deliveries (wh.<taskId>)' },
+          { queue: queues.maintenance, description: 'Reconciler runs' },
+        ],
+      });
+      log.info({ url: admin.url, readOnly: config.admin.readOnly }, 'admin.ready');
+    } catch (e) {
+      console.error(`gateway: cannot start the admin view on ${config.admin.host}:${config.admin.port}: ${(e as Error).message} (set ADMIN_PORT to a free port, or unset ADMIN_API_KEYS on all but one gateway of this host)`);
+      process.exit(1);
+    }
+  }
   log.info(
     {
       url: `http://${config.host}:${port}/mcp`,
@@ -114,6 +138,8 @@ async function main() {
       metrics: !config.metrics.enabled ? 'off' : ops ? `http://${metricsListen!.host}:${ops.port}/metrics` : `http://${config.host}:${port}/metrics`,
       tracing: tracing.enabled,
       workers: presence.alive,
+      webhooks: config.webhooks.enabled,
+      admin: admin?.url,
     },
     'gateway.ready',
   );
@@ -131,6 +157,7 @@ async function main() {
     // then ends with the hand-off result (its work continues as a task, followed with
     // task_status) instead of being cancelled; whatever is left after that is aborted.
     app.closeListens();
+    void admin?.close().catch(() => undefined);
     const closing = app.close();
     await Promise.race([closing, new Promise((r) => setTimeout(r, config.worker.shutdownGraceMs).unref())]);
     app.handOffSync();
@@ -140,7 +167,7 @@ async function main() {
     redisHealth.stop();
     presence.stop();
     await Promise.allSettled([ops?.close(), tracing.shutdown()]);
-    await Promise.allSettled([queues.close(), sub.quit(), redis.quit()]);
+    await Promise.allSettled([queues.close(), webhooks.close(), sub.quit(), redis.quit()]);
     log.info('gateway.stopped');
     process.exit(0);
   };

@@ -1,6 +1,7 @@
 /**
- * Worker process: runs tool steps from the `tools` queue, the input timeouts, and the
- * reconciler (maintenance queue). Never imports Fastify. Publishes a heartbeat (every
+ * Worker process: runs tool steps from the `tools` queue, the input timeouts, the
+ * reconciler (maintenance queue) and completion webhook deliveries (`webhooks` queue,
+ * webhook-worker.ts). Never imports Fastify. Publishes a heartbeat (every
  * WORKER_HEARTBEAT_MS, presence.ts) and serves `/metrics`, `/healthz`, `/readyz` on
  * WORKER_HTTP_PORT (issue 9 §3, §5); exports a span per step when tracing is on (N-14).
  *
@@ -28,12 +29,14 @@ import {
   MAINTENANCE_QUEUE,
   redisOptions,
   TOOLS_QUEUE,
+  WebhookOutbox,
   type StepJobData,
 } from '@mcp-tasks/jobs';
 import { createRegistry } from '@mcp-tasks/tools';
 import { createStepProcessor } from './processor.js';
 import { reconcileOnce } from './reconcile.js';
 import { createStepObserver } from './step-observer.js';
+import { startWebhookWorker } from './webhook-worker.js';
 
 async function main() {
   let config;
@@ -79,6 +82,9 @@ async function main() {
   const registry = createRegistry(config.toolsets);
   const toolLabel = (name: string | undefined) => (name && registry.get(name) ? name : 'other');
   const observeStep = createStepObserver({ metrics, toolLabel, ...(tracing.enabled ? { tracer: tracing.tracer } : {}) });
+  // Completion webhooks (issue 11 §5): every task this process ends gets its delivery enqueued.
+  const webhooks = new WebhookOutbox(redis, config.keyPrefix, store, config.webhooks, log);
+  store.onTerminal(webhooks.listener);
   let shuttingDown = false;
 
   // BullMQ duplicates this client for its blocking connection.
@@ -176,6 +182,7 @@ async function main() {
         syncHolderTimeoutMs: config.worker.syncHolderTimeoutMs,
         maxTtlMs: config.task.ttlMs,
         onFinished: (tool, status, createdAt) => metrics.taskFinished(toolLabel(tool), status, createdAt),
+        ...(config.webhooks.enabled ? { webhooks } : {}),
       });
       if (counts.failed || counts.requeued || counts.cancelled) log.info(counts, 'reconcile.done');
       return counts;
@@ -183,6 +190,9 @@ async function main() {
     { ...workerOpts, concurrency: 1 },
   );
   maintenanceWorker.on('error', (err) => log.warn({ err: err.message }, 'maintenance.error'));
+  // Runs even without a webhook target here, so jobs a differently configured process enqueued
+  // end (logged as no_target) instead of waiting forever.
+  const webhookWorker = startWebhookWorker({ connection, keyPrefix: config.keyPrefix, config: config.webhooks, log });
   // The reconciler's schedule lives in Redis: re-assert it (idempotent) at start, on every
   // reconnect and every minute, so a Redis that lost its data does not stop it for good.
   const ensureReconciler = () =>
@@ -237,6 +247,7 @@ async function main() {
       workerId,
       http: ops ? `http://${http!.host}:${ops.port}` : 'off',
       tracing: tracing.enabled,
+      webhooks: config.webhooks.enabled,
     },
     'worker.ready',
   );
@@ -247,7 +258,7 @@ async function main() {
     log.info({ sig, graceMs: config.worker.shutdownGraceMs }, 'worker.draining');
     // It takes no new step from now on: it no longer counts as a live worker.
     await heartbeat.stop();
-    const closing = Promise.all([toolsWorker!.close(), maintenanceWorker.close()]);
+    const closing = Promise.all([toolsWorker!.close(), maintenanceWorker.close(), webhookWorker.close()]);
     const timer = (ms: number) => new Promise((r) => setTimeout(r, ms).unref());
     const finished = await Promise.race([closing.then(() => true), timer(config.worker.shutdownGraceMs).then(() => false)]);
     if (!finished) {
@@ -256,7 +267,7 @@ async function main() {
       await Promise.race([closing, timer(5000)]);
     }
     await Promise.allSettled([ops?.close(), tracing.shutdown()]);
-    await Promise.allSettled([queues.close(), sub.quit(), redis.quit(), connection.quit()]);
+    await Promise.allSettled([queues.close(), webhooks.close(), sub.quit(), redis.quit(), connection.quit()]);
     log.info('worker.stopped');
     process.exit(0);
   };

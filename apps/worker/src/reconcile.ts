@@ -7,7 +7,8 @@
  *  - a `working` task whose step job ended (completed/failed) without a task write → `failed`;
  *  - an `input_required` task whose input-timeout job was lost → `failed` after the timeout;
  *  - a synchronous call whose gateway stopped renewing its hold (killed) → cancelled (C-01);
- *  - terminal or expired tasks → dropped from the index.
+ *  - terminal or expired tasks → dropped from the index, after the completion webhook of a
+ *    terminal one is enqueued if its process died before doing so (issue 11 §5).
  * Tasks that reported progress recently are not checked (they are alive).
  * Every task it ends, and every terminal task it drops, is released from its principal's
  * outstanding count (issue 10 §4); a re-enqueued step gets its fair-share priority. Messages
@@ -15,8 +16,8 @@
  * only to the log (issue 10 §5).
  */
 import { newErrorId, type FinishedStatus, type Logger } from '@mcp-tasks/observability';
-import { isTerminal, type TaskStore } from '@mcp-tasks/task-store';
-import type { JobQueues } from '@mcp-tasks/jobs';
+import { isTerminal, type TaskRecord, type TaskStore } from '@mcp-tasks/task-store';
+import type { JobQueues, WebhookOutbox } from '@mcp-tasks/jobs';
 
 export interface ReconcileDeps {
   store: TaskStore;
@@ -31,6 +32,8 @@ export interface ReconcileDeps {
   batch?: number;
   /** Hears every task this pass ended (metrics: `mcp_tasks_finished_total`). */
   onFinished?: (tool: string, status: FinishedStatus, createdAt: number) => void;
+  /** Enqueues a terminal task's completion webhook when nobody did (issue 11 §5). */
+  webhooks?: Pick<WebhookOutbox, 'enqueueRecord'>;
 }
 
 const LIVE_JOB_STATES = new Set(['active', 'waiting', 'delayed', 'prioritized', 'waiting-children']);
@@ -53,6 +56,11 @@ export async function reconcileOnce(deps: ReconcileDeps, now = Date.now()) {
     if (!rec || isTerminal(rec.status)) {
       // A terminal task's release may have been lost (crash after the write): cheap to repeat.
       if (rec) await release();
+      // So may its webhook's enqueue; until it is queued, the task stays in the index.
+      if (rec && deps.webhooks && !(await ensureWebhook(deps, rec))) {
+        await later(taskId, now + afterMs);
+        continue;
+      }
       await redis.zrem(store.reconcileKey, taskId);
       counts.dropped++;
       continue;
@@ -116,7 +124,21 @@ export async function reconcileOnce(deps: ReconcileDeps, now = Date.now()) {
       deps.onFinished?.(rec.tool, 'failed', rec.createdAt);
       counts.failed++;
     }
-    await redis.zrem(store.reconcileKey, taskId);
+    // With webhooks, the next pass checks that this task's delivery was queued, then drops it.
+    if (r.code === 'ok' && deps.webhooks) await later(taskId, now + afterMs);
+    else await redis.zrem(store.reconcileKey, taskId);
   }
   return counts;
+}
+
+/** Enqueues a terminal task's webhook if needed; false when that failed (try again next pass). */
+async function ensureWebhook(deps: ReconcileDeps, rec: TaskRecord): Promise<boolean> {
+  try {
+    const outcome = await deps.webhooks!.enqueueRecord(rec);
+    if (outcome === 'queued') deps.log.warn({ taskId: rec.taskId }, 'reconcile.webhook_queued');
+    return true;
+  } catch (e) {
+    deps.log.warn({ taskId: rec.taskId, err: (e as Error).message }, 'reconcile.webhook_enqueue_failed');
+    return false;
+  }
 }

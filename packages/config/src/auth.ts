@@ -173,7 +173,8 @@ function httpsUrl(v: string, ctx: z.RefinementCtx): URL | undefined {
   return u;
 }
 
-const apiKeys = z.string().transform((v, ctx): ApiKeyEntry[] => {
+/** `principal:key,...` or `principal:sha256:<hex>` entries → digests (AUTH_API_KEYS, ADMIN_API_KEYS). */
+export const apiKeysSchema = z.string().transform((v, ctx): ApiKeyEntry[] => {
   const out: ApiKeyEntry[] = [];
   const seen = new Map<string, number>();
   const entries = items(v);
@@ -323,7 +324,7 @@ const ringEntries = z.string().transform((v, ctx): { kid: string; secret: string
 });
 
 const authSchema = z.object({
-  AUTH_API_KEYS: apiKeys.optional(),
+  AUTH_API_KEYS: apiKeysSchema.optional(),
   AUTH_JWT_ISSUER: issuer.optional(),
   AUTH_JWT_JWKS_URL: jwksSource.optional(),
   AUTH_JWT_AUDIENCE: z.string().optional(),

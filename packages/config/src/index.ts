@@ -8,9 +8,13 @@
 import { z } from 'zod';
 import { AUTH_VARIABLES, isLoopbackHost, loadAuthConfig, type AuthConfig, type RequestStateConfig } from './auth.js';
 import { ConfigError } from './errors.js';
+import { parseWebhookConfig, type WebhookConfig } from './webhooks.js';
+import { parseAdminConfig, type AdminConfig } from './admin.js';
 
 export { ConfigError };
 export * from './auth.js';
+export * from './webhooks.js';
+export * from './admin.js';
 
 /** Tool sets a deployment can enable through `MCP_TOOLSETS`. */
 export const TOOLSETS = ['demo', 'conformance', 'testing'] as const;
@@ -236,6 +240,10 @@ export interface Config {
   heartbeatMs: number;
   /** Traces (case N-14): exported over OTLP/HTTP only when `enabled`. */
   tracing: { enabled: boolean; protocol: 'http/protobuf' | 'http/json' };
+  /** Completion webhooks (issue 11 §5); webhooks.ts. */
+  webhooks: WebhookConfig;
+  /** The queue view's admin listener (issue 11 §4), gateway only; `undefined` = off. admin.ts. */
+  admin?: AdminConfig;
 }
 
 /** Host names of the loopback interface (the default `ALLOWED_HOSTS` when HOST is one of them). */
@@ -264,6 +272,10 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, o: { role?: 'ga
     o.role === 'worker'
       ? { auth: { apiKeys: [], allowAnonymous: false, anonymous: 'off' as const }, requestState: { keys: Object.freeze([]), ttlSeconds: e.REQUEST_STATE_TTL_S, isDevKey: false } as unknown as RequestStateConfig }
       : loadAuthConfig(cleaned, { nodeEnv: e.NODE_ENV, host: e.HOST, requestStateTtlSeconds: e.REQUEST_STATE_TTL_S });
+  const webhooks = parseWebhookConfig(cleaned);
+  if ('problem' in webhooks) throw new ConfigError(`invalid configuration: ${webhooks.problem}`);
+  const admin = o.role === 'worker' ? undefined : parseAdminConfig(cleaned);
+  if (admin && 'problem' in admin) throw new ConfigError(`invalid configuration: ${admin.problem}`);
   return {
     env: e.NODE_ENV,
     host: e.HOST,
@@ -319,5 +331,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, o: { role?: 'ga
       enabled: e.OTEL_TRACES_EXPORTER === 'otlp' || (e.OTEL_TRACES_EXPORTER === undefined && !!(e.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT ?? e.OTEL_EXPORTER_OTLP_ENDPOINT)),
       protocol: e.OTEL_EXPORTER_OTLP_TRACES_PROTOCOL ?? e.OTEL_EXPORTER_OTLP_PROTOCOL ?? 'http/protobuf',
     },
+    webhooks,
+    ...(admin ? { admin } : {}),
   };
 }

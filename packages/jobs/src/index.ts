@@ -6,6 +6,7 @@
  * Redis keys (owned by BullMQ's retention settings below):
  *   `<prefix>:{jobs}:tools:*`        step jobs and input-timeout jobs
  *   `<prefix>:{jobs}:maintenance:*`  the reconciler's repeatable job
+ *   `<prefix>:{jobs}:webhooks:*`     completion webhook deliveries (webhooks.ts)
  */
 import { Queue, type JobsOptions } from 'bullmq';
 import type { Redis } from 'ioredis';
@@ -15,6 +16,7 @@ export * from './redis.js';
 export { TaskEvents, type ChannelWatch } from './events.js';
 export { WorkerPresence, newWorkerId, startHeartbeat, type Heartbeat } from './presence.js';
 export { queueDepth, type QueueDepth } from './queue-depth.js';
+export * from './webhooks.js';
 
 export const TOOLS_QUEUE = 'tools';
 export const MAINTENANCE_QUEUE = 'maintenance';

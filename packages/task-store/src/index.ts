@@ -99,7 +99,18 @@ export interface TaskRecord {
   holderAt?: number;
   /** W3C trace context of the request that created the task (N-14): every step's span is its child. */
   trace?: { traceparent: string; tracestate?: string };
+  /** When the completion webhook of this (terminal) task was enqueued (ms; issue 11 §5). */
+  webhookQueuedAt?: number;
 }
+
+/**
+ * Told the id of every task that a transition of this store just ended (completed, failed,
+ * cancelled), after the script returned: the transition is already durable and its caller is
+ * not kept waiting (the listener runs synchronously, so it must only start async work and never
+ * throw). A process can die before a listener's work is done: whatever must happen at least once
+ * also needs a repair path (the reconciler visits every terminal task in its index).
+ */
+export type TerminalListener = (taskId: string) => void;
 
 /**
  * One progress report of a tool, as relayed to a synchronous caller (P-01..P-04): the tool's
@@ -216,12 +227,38 @@ type Reply = (string | null)[];
  */
 export class TaskStore {
   private readonly scripts;
+  private readonly terminalListeners: TerminalListener[] = [];
 
   constructor(
     readonly redis: Redis,
     readonly prefix: string,
   ) {
     this.scripts = loadScripts(redis);
+  }
+
+  /** Adds a listener told of every task a transition of this store ended (see `TerminalListener`). */
+  onTerminal(listener: TerminalListener): void {
+    this.terminalListeners.push(listener);
+  }
+
+  /** Tells the listeners that `taskId` just ended; a listener's throw is swallowed (never fails the transition's caller). */
+  private ended(taskId: string): void {
+    for (const l of this.terminalListeners) {
+      try {
+        l(taskId);
+      } catch {
+        // A listener must not throw; the transition stands either way.
+      }
+    }
+  }
+
+  /**
+   * Records that the completion webhook of terminal task `taskId` was enqueued
+   * (`markWebhookQueued-1.lua`; never creates a key).
+   * @returns true when written, false when the record is gone or not terminal.
+   */
+  async markWebhookQueued(taskId: string, now = Date.now()): Promise<boolean> {
+    return Number(await this.scripts.markWebhookQueued(this.key(taskId), String(now))) === 1;
   }
 
   /** Hash key of a task. */
@@ -347,7 +384,10 @@ export class TaskStore {
     const code = r[0];
     if (code !== 'ok') {
       if (code === 'terminal') return { code, status: r[1] ?? '', owner: r[2] ?? '' };
-      if (code === 'cancelled') return { code, owner: r[1] ?? '' };
+      if (code === 'cancelled') {
+        this.ended(taskId);
+        return { code, owner: r[1] ?? '' };
+      }
       if (code === 'stale') return { code, status: r[1] ?? '' };
       return { code: 'gone' };
     }
@@ -445,7 +485,9 @@ export class TaskStore {
       this.channel(taskId),
       ...pairs,
     )) as Reply;
-    return toWriteOutcome(r);
+    const out = toWriteOutcome(r);
+    if (out.code === 'cancelled') this.ended(taskId);
+    return out;
   }
 
   /**
@@ -486,7 +528,9 @@ export class TaskStore {
   async complete(taskId: string, fence: string, result: Record<string, unknown> | string, statusMessage = '', now = Date.now()): Promise<WriteOutcome> {
     const json = typeof result === 'string' ? result : JSON.stringify(result);
     const r = (await this.scripts.completeTask(this.key(taskId), fence, String(now), json, capStatusMessage(statusMessage), this.channel(taskId))) as Reply;
-    return toWriteOutcome(r);
+    const out = toWriteOutcome(r);
+    if (out.code === 'ok') this.ended(taskId);
+    return out;
   }
 
   /**
@@ -513,13 +557,17 @@ export class TaskStore {
       capStatusMessage(statusMessage),
       this.channel(taskId),
     )) as Reply;
-    return toWriteOutcome(r);
+    const out = toWriteOutcome(r);
+    if (out.code === 'ok') this.ended(taskId);
+    return out;
   }
 
   /** Fenced `working → cancelled` (the worker saw the abort, or the tool ended the task). */
   async markCancelled(taskId: string, fence: string, statusMessage: string, now = Date.now()): Promise<WriteOutcome> {
     const r = (await this.scripts.markCancelled(this.key(taskId), fence, String(now), capStatusMessage(statusMessage), this.channel(taskId))) as Reply;
-    return toWriteOutcome(r);
+    const out = toWriteOutcome(r);
+    if (out.code === 'ok') this.ended(taskId);
+    return out;
   }
 
   /**
@@ -546,6 +594,7 @@ export class TaskStore {
       case 'terminal':
         return { code: 'terminal', status: r[1] as TaskStatus };
       case 'cancelled':
+        this.ended(taskId);
         return { code: 'cancelled' };
       default:
         return { code: 'requested', jobId: r[1]! };
@@ -709,6 +758,7 @@ export function parseRecord(taskId: string, h: Record<string, string>): TaskReco
   if (h.statusMessage) rec.statusMessage = h.statusMessage;
   if (h.holderAt) rec.holderAt = Number(h.holderAt);
   if (h.traceparent) rec.trace = { traceparent: h.traceparent, ...(h.tracestate ? { tracestate: h.tracestate } : {}) };
+  if (h.webhookQueuedAt) rec.webhookQueuedAt = Number(h.webhookQueuedAt);
   if (h.progress) rec.progress = JSON.parse(h.progress);
   if (h.result) rec.result = JSON.parse(h.result);
   if (h.error) rec.error = JSON.parse(h.error);

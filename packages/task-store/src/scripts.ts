@@ -24,7 +24,8 @@ export type Scripts = Record<
   | 'renewHolder'
   | 'detachSync'
   | 'reserveOutstanding'
-  | 'acquireLease',
+  | 'acquireLease'
+  | 'markWebhookQueued',
   ScriptFn
 >;
 
