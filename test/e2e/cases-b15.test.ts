@@ -10,7 +10,7 @@ import assert from 'node:assert/strict';
 import { Redis } from 'ioredis';
 import { startCluster, startRedis, waitFor, type Cluster, type ThrowawayRedis } from '../support/cluster.js';
 
-describe('B-15 (b): readiness refuses an evicting Redis policy', () => {
+describe('case B-15 (b): readiness refuses an evicting Redis policy', () => {
   let r: ThrowawayRedis;
   let c: Cluster;
   before(async () => {

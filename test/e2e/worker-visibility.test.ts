@@ -53,7 +53,7 @@ describe('workers are visible: heartbeats, readiness, statusMessage', () => {
     await waitFor(async () => (await readyz(c.urls[0]!)).body.workers === 1, 5000, 100, 'readyz workers 1');
     assert.equal((await scrape(c.urls[0]!.replace(/\/mcp$/, '/metrics'))).value('mcp_workers_alive'), 1);
     assert.ok(!('degraded' in (await readyz(c.urls[1]!)).body));
-    // The heartbeat key expires on its own (B-15): at most 3 heartbeats ahead.
+    // The heartbeat key expires on its own (case B-15): at most 3 heartbeats ahead.
     const pttl = await c.redis.pttl(`${c.prefix}:workers`);
     assert.ok(pttl > 0 && pttl <= 1500, `PTTL ${pttl}`);
   });

@@ -139,6 +139,8 @@ function routesIn(dir: string): Set<string> {
         const text = readFileSync(p, 'utf8');
         for (const m of text.matchAll(/\.(?:get|post|head|all)\(\s*'(\/[^']*)'/g)) out.add(m[1]!);
         for (const m of text.matchAll(/\burl:\s*'(\/[^']*)'/g)) out.add(m[1]!);
+        // The operations server (packages/observability/src/ops-server.ts) matches paths itself.
+        for (const m of text.matchAll(/\bpath === '(\/[^']*)'/g)) out.add(m[1]!);
       }
     }
   };
@@ -313,10 +315,9 @@ describe('k8s/: the app containers match the configuration and the code', () => 
     assert.equal(portNumber(c, svc.spec.ports[0].targetPort), cfg.port);
   });
 
-  // The worker's HTTP port (WORKER_HTTP_PORT: /healthz, /readyz, /metrics) comes with the
-  // metrics work; until the configuration has it, this check is reported as a todo.
-  const workerTest = CONFIG_VARIABLES.includes('WORKER_HTTP_PORT') ? it : it.todo;
-  workerTest(
+  // The worker's HTTP port (WORKER_HTTP_PORT: /healthz, /readyz, /metrics), served by the
+  // operations server of packages/observability.
+  it(
     'the worker: its HTTP port = WORKER_HTTP_PORT; probe paths are routes the worker registers',
     () => {
       const c = appContainer(worker);
@@ -325,7 +326,7 @@ describe('k8s/: the app containers match the configuration and the code', () => 
       const port = Number(env.WORKER_HTTP_PORT ?? documented);
       assert.ok(port > 0, 'WORKER_HTTP_PORT set in the manifest or documented in .env.example');
       assert.equal((c.ports as Obj[]).find((p) => p.name === 'http')?.containerPort, port);
-      const routes = routesIn(join(ROOT, 'apps', 'worker', 'src'));
+      const routes = new Set([...routesIn(join(ROOT, 'apps', 'worker', 'src')), ...routesIn(join(ROOT, 'packages', 'observability', 'src'))]);
       for (const [probe, path, p] of httpProbes(c)) {
         assert.ok(routes.has(path), `${probe} ${path} is a worker route (${[...routes].join(' ')})`);
         assert.equal(portNumber(c, p), port);

@@ -2,7 +2,7 @@
  * Health endpoints (no credentials needed):
  *  - `GET /healthz`: liveness; 200 while the process runs (no I/O);
  *  - `GET /readyz`: readiness; 200 only while Redis is connected and answers PING in time, its
- *    eviction policy is `noeviction` (or cannot be read: managed Redis often refuses CONFIG; B-15),
+ *    eviction policy is `noeviction` (or cannot be read: managed Redis often refuses CONFIG; case B-15),
  *    and the gateway is not draining on SIGTERM; else 503 + `Retry-After` with the reason.
  *    The body says how many workers are alive (`workers`). With none, the gateway stays ready
  *    (it still serves tasks/get, tasks/cancel, server/discover and gateway tools, and tasks
@@ -19,7 +19,7 @@ export interface HealthOptions {
   redisHealth: RedisHealth;
   /** True once the gateway started draining (SIGTERM). */
   draining: () => boolean;
-  /** Refuses an evicting Redis policy (B-15). */
+  /** Refuses an evicting Redis policy (case B-15). */
   eviction?: EvictionGuard;
   /** Live workers (undefined when unknown). */
   workersAlive?: () => Promise<number | undefined>;

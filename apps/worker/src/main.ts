@@ -73,7 +73,7 @@ async function main() {
     log.warn({ err: err.message }, 'redis.sub_error');
   });
   const policy = await evictionPolicy(redis);
-  if (policy && policy !== 'noeviction') log.error({ policy }, 'redis.eviction_policy_unsafe: set maxmemory-policy noeviction; /readyz answers 503 until then (B-15)');
+  if (policy && policy !== 'noeviction') log.error({ policy }, 'redis.eviction_policy_unsafe: set maxmemory-policy noeviction; /readyz answers 503 until then (case B-15)');
 
   queues = new JobQueues(redis, config.keyPrefix, config.task.ttlMs, (err) => {
     metrics.redisErrors.inc({ connection: 'queue' });

@@ -21,7 +21,7 @@ export interface AdminConfig {
   readOnly: boolean;
 }
 
-const schema = z.object({
+export const ADMIN_VARIABLES_SCHEMA = z.object({
   ADMIN_API_KEYS: apiKeysSchema.optional(),
   ADMIN_HOST: z.string().min(1).default('127.0.0.1'),
   ADMIN_PORT: z.coerce.number().int().min(0).max(65535).default(3100),
@@ -33,7 +33,7 @@ const schema = z.object({
  * @returns the config (`undefined` = admin view off), or a one-line problem naming the variable.
  */
 export function parseAdminConfig(env: Record<string, string | undefined>): AdminConfig | undefined | { problem: string } {
-  const parsed = schema.safeParse(env);
+  const parsed = ADMIN_VARIABLES_SCHEMA.safeParse(env);
   if (!parsed.success) {
     const issue = parsed.error.issues[0]!;
     return { problem: `${issue.path.join('.')}: ${issue.message}` };

@@ -8,8 +8,8 @@
 import { z } from 'zod';
 import { AUTH_VARIABLES, isLoopbackHost, loadAuthConfig, type AuthConfig, type RequestStateConfig } from './auth.js';
 import { ConfigError } from './errors.js';
-import { parseWebhookConfig, type WebhookConfig } from './webhooks.js';
-import { parseAdminConfig, type AdminConfig } from './admin.js';
+import { parseWebhookConfig, WEBHOOK_VARIABLES_SCHEMA, type WebhookConfig } from './webhooks.js';
+import { ADMIN_VARIABLES_SCHEMA, parseAdminConfig, type AdminConfig } from './admin.js';
 
 export { ConfigError };
 export * from './auth.js';
@@ -163,7 +163,12 @@ const schema = z.object({
  * Every environment variable the configuration reads (both schemas' keys): what a manifest or
  * compose file may set (test/unit/k8s-manifests.test.ts checks them against this list).
  */
-export const CONFIG_VARIABLES: readonly string[] = Object.freeze([...Object.keys(schema.shape), ...AUTH_VARIABLES]);
+export const CONFIG_VARIABLES: readonly string[] = Object.freeze([
+  ...Object.keys(schema.shape),
+  ...AUTH_VARIABLES,
+  ...Object.keys(WEBHOOK_VARIABLES_SCHEMA.shape),
+  ...Object.keys(ADMIN_VARIABLES_SCHEMA.shape),
+]);
 
 /** The validated configuration. Durations are milliseconds unless the name says otherwise. */
 export interface Config {

@@ -75,7 +75,7 @@ function target(url: string, secret: string): WebhookTarget {
 
 const bool = z.enum(['true', 'false']).transform((v) => v === 'true');
 
-const schema = z.object({
+export const WEBHOOK_VARIABLES_SCHEMA = z.object({
   TASK_WEBHOOK_URL: z.string().optional(),
   TASK_WEBHOOK_SECRET: z.string().optional(),
   TASK_WEBHOOKS_BY_PRINCIPAL: z.string().default('{}'),
@@ -91,7 +91,7 @@ const schema = z.object({
  * @returns the config, or a one-line problem naming the variable (never a secret or a URL).
  */
 export function parseWebhookConfig(env: Record<string, string | undefined>): WebhookConfig | { problem: string } {
-  const parsed = schema.safeParse(env);
+  const parsed = WEBHOOK_VARIABLES_SCHEMA.safeParse(env);
   if (!parsed.success) {
     const issue = parsed.error.issues[0]!;
     return { problem: `${issue.path.join('.')}: ${issue.message}` };

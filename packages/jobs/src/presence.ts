@@ -5,7 +5,7 @@
  * nothing secret), score = when that worker stops counting as alive (ms, **Redis time**, so a
  * worker or gateway whose clock is off counts nobody wrongly). Every heartbeat adds its own
  * entry, removes the expired ones and sets the key's PEXPIRE to the longest lifetime, so the
- * key disappears on its own once every worker is gone (B-15). A worker that stops cleanly
+ * key disappears on its own once every worker is gone (case B-15). A worker that stops cleanly
  * removes itself at once; a killed one stops counting after `ttlMs`.
  *
  * Both scripts touch one key (Cluster-safe) and read the clock with `TIME` (Redis ≥ 5 replicates

@@ -79,7 +79,7 @@ export async function evictionPolicy(redis: Redis): Promise<string | undefined> 
 }
 
 /**
- * The Redis eviction policy, re-read at most every `everyMs` (default 5 s) when asked (B-15):
+ * The Redis eviction policy, re-read at most every `everyMs` (default 5 s) when asked (case B-15):
  * any policy but `noeviction` can evict BullMQ locks and task records, so readiness refuses it.
  * `check()` answers `undefined` when the policy is fine or cannot be read (managed Redis often
  * refuses CONFIG), else a one-line reason naming the policy.
