@@ -30,7 +30,7 @@ export class SseParser {
   /** Ends the stream: a message not yet closed by a blank line is still delivered. */
   end(): SseEvent[] {
     const out: SseEvent[] = [];
-    if (this.buf) this.line(this.buf, out);
+    if (this.buf) this.line(this.buf.replace(/\r$/, ''), out);
     this.buf = '';
     this.line('', out);
     return out;
