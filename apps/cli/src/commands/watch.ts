@@ -8,7 +8,7 @@
  * the task running or to cancel it.
  */
 import { isTerminalStatus, type Task } from '@mcp-tasks/client';
-import { clientFor } from '../context.js';
+import { clientFor, EXIT } from '../context.js';
 import { follow } from '../follow.js';
 import { Interrupts } from '../interrupt.js';
 import { notifyPerson } from '../notify.js';
@@ -57,7 +57,7 @@ export async function runWatch(url: string, taskId: string, flags: WatchFlags): 
         onQuestion: interactive() ? 'prompt' : 'report',
         ...(flags.notify ? { onInputRequired: async () => void (await notifyPerson('mcp-tasks: a task needs your answer', `Task ${taskId} asks a question`)) } : {}),
       });
-      if (end.kind === 'detached') return { stdout: taskId, stderr: `Stopped watching; task ${taskId} keeps running.`, exitCode: 130 };
+      if (end.kind === 'detached') return { stdout: taskId, stderr: `Stopped watching; task ${taskId} keeps running.`, exitCode: EXIT.detached };
       if (end.kind !== 'done') throw new Error('unreachable: watch never returns on a question');
       task = end.task;
     } finally {
