@@ -179,7 +179,14 @@ export async function startProcess(kind: 'gateway' | 'worker', env: Record<strin
       await p.stop('SIGKILL');
     },
   };
-  await p.waitLog((l) => l.msg === `${kind}.ready`, 30_000);
+  try {
+    await p.waitLog((l) => l.msg === `${kind}.ready`, 30_000);
+  } catch (e) {
+    // Not ready in time: kill it, or it outlives the test (nobody else holds it) and keeps the
+    // test file's process alive after its suite failed.
+    await p.kill();
+    throw e;
+  }
   return p;
 }
 
