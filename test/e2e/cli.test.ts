@@ -218,8 +218,9 @@ describe('mcp-tasks, the terminal client (issue 11 §2)', () => {
   });
 
   it('Ctrl-C → "Leave it running" prints the id (exit 130); `mcp-tasks cancel <id>` then cancels it', async () => {
-    const t = terminal(['call', 'countdown', '--arg', 'seconds=10']);
-    await t.waitScreen(/countdown .*working .*\d\/10 s/, 20_000, 'progress');
+    // A long tool, so "left running" is still true however slow the machine is.
+    const t = terminal(['call', 'slow_echo', '--arg', 'seconds=120', '--arg', 'text=hi']);
+    await t.waitScreen(/slow_echo .*working .*slept \d+ of 120 s/, 20_000, 'progress');
     t.keys(['C-c']);
     await t.waitScreen(/❯ Leave it running/, 5000, 'the Ctrl-C menu');
     t.keys(['Enter']);
