@@ -2,117 +2,31 @@
  * A raw 2026-07-28 HTTP client for tests: adds the `_meta` envelope and the standard headers
  * (`MCP-Protocol-Version`, `Mcp-Method`, `Mcp-Name`), parses a JSON or SSE answer.
  * Kept raw on purpose: negative tests need to send what a real client never would.
+ * The wire code is `@mcp-tasks/client` (shared with the `mcp-tasks` CLI); this file adds the
+ * tests' defaults (client info `test-client`, ids `t-<n>`) and polling helpers.
  */
-export const PROTOCOL_VERSION = '2026-07-28';
-export const TASKS = 'io.modelcontextprotocol/tasks';
+import { rpc as clientRpc, requestBody as envelopeBody, type RpcOptions, type RpcResponse } from '@mcp-tasks/client';
 
-export interface CallOptions {
-  /** Declare the Tasks extension on this request (default true). */
-  tasks?: boolean;
-  /** Declare form elicitation (default true). */
-  elicitation?: boolean;
-  /** Replace the whole clientCapabilities object. */
-  capabilities?: Record<string, unknown>;
-  /** Extra / overriding headers (set a header to `null` to drop it). */
-  headers?: Record<string, string | null>;
-  /** Bearer credential (API key or JWT) sent as `Authorization: Bearer <token>`. */
-  token?: string;
-  id?: string | number;
-  signal?: AbortSignal;
-  /** Extra `_meta` keys (e.g. progressToken). */
-  meta?: Record<string, unknown>;
-  /** Send this body verbatim instead of building one. */
-  rawBody?: string;
-}
+export { PROTOCOL_VERSION, TASKS_EXTENSION as TASKS, capabilitiesFor, type RpcResponse } from '@mcp-tasks/client';
 
-export interface RpcResponse {
-  status: number;
-  headers: Headers;
-  /** The JSON-RPC response message (the last `data:` frame with an id, for SSE). */
-  body: { jsonrpc?: string; id?: unknown; result?: Record<string, any>; error?: { code: number; message: string; data?: any } } & Record<string, any>;
-  /** Every SSE message (notifications included), in order. */
-  messages: Record<string, any>[];
-  contentType: string;
-}
+/**
+ * Options of one test request: which capabilities to declare (`tasks`, `elicitation` default
+ * true, or a whole `capabilities` object), extra or dropped headers (`null` drops), a bearer
+ * `token`, the JSON-RPC `id`, an abort `signal`, extra `_meta` keys, or a verbatim `rawBody`.
+ */
+export type CallOptions = Omit<RpcOptions, 'onMessage' | 'clientInfo'>;
 
+const TEST_CLIENT_INFO = { name: 'test-client', version: '0.0.1' };
 let nextId = 1;
 
-/** The Mcp-Name source for a method (SEP-2243 table, spec transport §2.3; T-42). */
-function nameFor(method: string, params: Record<string, any>): string | undefined {
-  if (method === 'tools/call' || method === 'prompts/get') return params.name;
-  if (method === 'resources/read') return params.uri;
-  if (method.startsWith('tasks/')) return params.taskId === undefined ? undefined : String(params.taskId);
-  return undefined;
-}
-
-export function capabilitiesFor(o: CallOptions): Record<string, unknown> {
-  if (o.capabilities) return o.capabilities;
-  const caps: Record<string, unknown> = {};
-  if (o.elicitation !== false) caps.elicitation = { form: {} };
-  if (o.tasks !== false) caps.extensions = { [TASKS]: {} };
-  return caps;
+/** The JSON body of a 2026-07-28 request with the `_meta` envelope (or `o.rawBody` verbatim). */
+export function requestBody(method: string, params: Record<string, any>, o: CallOptions, id: string | number): string {
+  return o.rawBody ?? envelopeBody(method, params, { ...o, clientInfo: TEST_CLIENT_INFO }, id);
 }
 
 /** Sends one JSON-RPC request to `url`. Never throws on HTTP errors; returns status and body. */
-/** The JSON body of a 2026-07-28 request with the `_meta` envelope (or `o.rawBody` verbatim). */
-export function requestBody(method: string, params: Record<string, any>, o: CallOptions, id: string | number): string {
-  return o.rawBody ?? JSON.stringify({
-    jsonrpc: '2.0',
-    id,
-    method,
-    params: {
-      ...params,
-      _meta: {
-        'io.modelcontextprotocol/protocolVersion': PROTOCOL_VERSION,
-        'io.modelcontextprotocol/clientInfo': { name: 'test-client', version: '0.0.1' },
-        'io.modelcontextprotocol/clientCapabilities': capabilitiesFor(o),
-        ...(o.meta ?? {}),
-      },
-    },
-  });
-}
-
-export async function rpc(url: string, method: string, params: Record<string, any> = {}, o: CallOptions = {}): Promise<RpcResponse> {
-  const id = o.id ?? `t-${nextId++}`;
-  const body = requestBody(method, params, o, id);
-  const headers = new Headers({
-    'content-type': 'application/json',
-    accept: 'application/json, text/event-stream',
-    'mcp-protocol-version': PROTOCOL_VERSION,
-    'mcp-method': method,
-  });
-  const name = nameFor(method, params);
-  if (name !== undefined) headers.set('mcp-name', name);
-  if (o.token !== undefined) headers.set('authorization', `Bearer ${o.token}`);
-  for (const [k, v] of Object.entries(o.headers ?? {})) {
-    if (v === null) headers.delete(k);
-    else headers.set(k, v);
-  }
-  const res = await fetch(url, { method: 'POST', headers, body, ...(o.signal ? { signal: o.signal } : {}) });
-  const text = await res.text();
-  const contentType = res.headers.get('content-type') ?? '';
-  const messages: Record<string, any>[] = [];
-  let parsed: any = {};
-  if (contentType.includes('text/event-stream')) {
-    for (const block of text.split(/\r?\n\r?\n/)) {
-      const data = block
-        .split(/\r?\n/)
-        .filter((l) => l.startsWith('data:'))
-        .map((l) => l.slice(5).trimStart())
-        .join('\n');
-      if (!data) continue;
-      const msg = JSON.parse(data);
-      messages.push(msg);
-      if ('id' in msg && ('result' in msg || 'error' in msg)) parsed = msg;
-    }
-  } else if (text) {
-    try {
-      parsed = JSON.parse(text);
-    } catch {
-      parsed = { raw: text };
-    }
-  }
-  return { status: res.status, headers: res.headers, body: parsed, messages, contentType };
+export function rpc(url: string, method: string, params: Record<string, any> = {}, o: CallOptions = {}): Promise<RpcResponse> {
+  return clientRpc(url, method, params, { ...o, clientInfo: TEST_CLIENT_INFO, id: o.id ?? `t-${nextId++}` });
 }
 
 /** tools/call; returns the response. */
