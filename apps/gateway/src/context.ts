@@ -14,6 +14,7 @@ import type { JobQueues, TaskEvents } from '@mcp-tasks/jobs';
 import type { PromptRegistry, ResourceRegistry, ToolRegistry } from '@mcp-tasks/tools';
 import type { Classification, Era } from './classify.js';
 import type { Continuation, StateCodec } from './mrtr.js';
+import type { WorkerToolsCheck } from './worker-tools.js';
 
 export const SERVER_INFO = { name: 'mcp-task-service', version: '0.1.0' };
 
@@ -29,6 +30,8 @@ export interface GatewayDeps {
   prompts: PromptRegistry;
   /** Resources and resource templates of the enabled tool sets (served by the gateway). */
   resources: ResourceRegistry;
+  /** Which tools the live workers run (worker-tools.ts); absent in in-process tests. */
+  workerTools?: WorkerToolsCheck;
 }
 
 /** The deps plus what the MCP handlers build once at start. */

@@ -79,6 +79,8 @@ export async function startTask(gw: Gateway, call: Call, tool: ToolDefinition, a
   const { config, store, queues, log } = gw;
   const now = Date.now();
   const { taskId, priority } = await slotFor(gw, call, now);
+  // A tool no live worker runs (gateways and workers load different tools): said at once.
+  const note = await gw.workerTools?.noteFor(tool.name);
   let rec: TaskRecord;
   try {
     rec = await store.create(
@@ -90,6 +92,7 @@ export async function startTask(gw: Gateway, call: Call, tool: ToolDefinition, a
         ttlMs: config.task.ttlMs,
         pollIntervalMs: config.task.pollIntervalMs,
         clientCapabilities: storedCapabilities(call.caps),
+        ...(note ? { statusMessage: note } : {}),
       },
       taskId,
       now,

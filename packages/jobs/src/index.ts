@@ -6,6 +6,7 @@
  * Redis keys (owned by BullMQ's retention settings below):
  *   `<prefix>:{jobs}:tools:*`        step jobs and input-timeout jobs
  *   `<prefix>:{jobs}:maintenance:*`  the reconciler's repeatable job
+ *   `<prefix>:workers`               the live workers' tool adverts (worker-tools.ts, expiring)
  */
 import { Queue, type JobsOptions } from 'bullmq';
 import type { Redis } from 'ioredis';
@@ -13,6 +14,7 @@ import { stepJobId } from '@mcp-tasks/task-store';
 
 export * from './redis.js';
 export { TaskEvents, type ChannelWatch } from './events.js';
+export * from './worker-tools.js';
 
 export const TOOLS_QUEUE = 'tools';
 export const MAINTENANCE_QUEUE = 'maintenance';
