@@ -4,10 +4,16 @@
  *
  * Signals: SIGTERM/SIGINT → stop fetching, let active steps finish for SHUTDOWN_GRACE_MS,
  * then release the rest to the queue (another worker restarts them at once, bullmq-notes §4).
+ *
+ * Start: `--help` / `--version` are answered before anything else (issue 11 §3); then the
+ * configuration, the tool modules (MCP_TOOL_MODULES), Redis; any failure is one line on stderr
+ * and exit 1. The worker advertises the tools it runs (`<prefix>:workers`, expiring) so that
+ * gateways can report tools no worker runs; `worker.ready` names the Redis (credentials
+ * redacted), key prefix, tool sets and modules.
  */
 import { Worker, type Job } from 'bullmq';
 import { Redis } from 'ioredis';
-import { ConfigError, loadConfig } from '@mcp-tasks/config';
+import { ConfigError, handleEntryArgs, loadConfig, startupSummary } from '@mcp-tasks/config';
 import { createLogger, newErrorId } from '@mcp-tasks/observability';
 import { TaskStore } from '@mcp-tasks/task-store';
 import {
@@ -19,13 +25,27 @@ import {
   JOB_INPUT_TIMEOUT,
   JOB_RECONCILE,
   MAINTENANCE_QUEUE,
+  newWorkerId,
   redisOptions,
   TOOLS_QUEUE,
+  WorkerToolsAdvert,
   type StepJobData,
 } from '@mcp-tasks/jobs';
-import { createRegistry } from '@mcp-tasks/tools';
+import { createRegistry, loadToolModules } from '@mcp-tasks/tools';
 import { createStepProcessor } from './processor.js';
 import { reconcileOnce } from './reconcile.js';
+
+const HELP = `Usage: npm run worker [-- --help | --version]
+       node apps/worker/dist/main.js [--help | --version]
+
+An MCP task worker: runs the tools' steps (BullMQ jobs from Redis), the input timeouts and the
+reconciler. Start as many as you like, on the Redis of the gateways, with the same tool sets
+and tool modules. It has no port. SIGTERM or Ctrl-C lets running steps finish, then hands the
+rest to other workers.
+
+  WORKER_CONCURRENCY steps one worker runs at once (50)`;
+
+handleEntryArgs(process.argv.slice(2), 'worker', HELP);
 
 async function main() {
   let config;
@@ -37,6 +57,15 @@ async function main() {
       process.exit(1);
     }
     throw e;
+  }
+  // Tools before Redis: a module that cannot load, or a name defined twice, stops the process
+  // with one line before it touches anything.
+  let registry;
+  try {
+    registry = createRegistry(config.toolsets, [], await loadToolModules(config.toolModules));
+  } catch (e) {
+    console.error(`worker: ${(e as Error).message}`);
+    process.exit(1);
   }
   const log = createLogger('worker', config.logLevel);
   const redis = createRedis(config.redisUrl, 'worker', 'mcp-worker');
@@ -55,7 +84,6 @@ async function main() {
 
   const store = new TaskStore(redis, config.keyPrefix);
   const queues = new JobQueues(redis, config.keyPrefix, config.task.ttlMs, (err) => log.warn({ err: err.message }, 'queue.error'));
-  const registry = createRegistry(config.toolsets);
   let shuttingDown = false;
 
   // BullMQ duplicates this client for its blocking connection.
@@ -167,12 +195,22 @@ async function main() {
   const reschedule = setInterval(() => void ensureReconciler(), 60_000);
   reschedule.unref();
 
-  log.info({ toolsets: config.toolsets, tools: registry.size, concurrency: config.worker.concurrency }, 'worker.ready');
+  // What this worker runs, for the gateways' mismatch check (packages/jobs worker-tools.ts).
+  const advert = new WorkerToolsAdvert(redis, config.keyPrefix, newWorkerId(), registry.workerToolNames(), (err) =>
+    log.warn({ err: err.message }, 'worker.advert_failed'),
+  );
+  await advert.start();
+
+  log.info(
+    { ...startupSummary(config, 'worker'), workerId: advert.workerId, tools: registry.size, concurrency: config.worker.concurrency },
+    'worker.ready',
+  );
 
   const shutdown = async (sig: string) => {
     if (shuttingDown) return;
     shuttingDown = true;
     log.info({ sig, graceMs: config.worker.shutdownGraceMs }, 'worker.draining');
+    await advert.stop(); // takes no new step from now on: no longer counted by gateways
     const closing = Promise.all([toolsWorker!.close(), maintenanceWorker.close()]);
     const timer = (ms: number) => new Promise((r) => setTimeout(r, ms).unref());
     const finished = await Promise.race([closing.then(() => true), timer(config.worker.shutdownGraceMs).then(() => false)]);
