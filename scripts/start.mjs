@@ -32,7 +32,13 @@ and stops it with the service. Ctrl-C or SIGTERM stops everything gracefully.
 For several gateways or workers, run them yourself: npm run gateway, npm run worker.
 
 Configuration comes from environment variables only; .env.example lists every one with its
-default. Besides those of the gateway and the worker (npm run gateway -- --help):
+default (more in npm run gateway -- --help). The main ones:
+  REDIS_URL          Redis for task records and queues (unset: see above)
+  REDIS_KEY_PREFIX   prefix of every key written (mcp); give each deployment its own
+  HOST, PORT         where the gateway listens (127.0.0.1, 3000)
+  MCP_TOOLSETS       built-in tool sets: demo, conformance, testing, or none (demo)
+  MCP_TOOL_MODULES   your own tool modules, comma list of paths or package names
+                     (docs/writing-tools.md)
   LOCAL_REDIS_PORT   port of the local Redis used or started without REDIS_URL (6379)
   LOCAL_REDIS_DIR    data directory of the Redis npm start runs (.data/redis)
 
