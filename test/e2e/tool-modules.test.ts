@@ -97,6 +97,14 @@ describe('tool modules (MCP_TOOL_MODULES) across two gateways and two workers', 
 
   const published = () => readdirSync(notesDir);
 
+  it("the example's own unit tests pass (examples/tools/release-notes.test.mjs, a test context, no service)", () => {
+    const env: NodeJS.ProcessEnv = { ...process.env };
+    delete env.NODE_TEST_CONTEXT;
+    const r = spawnSync(process.execPath, ['--conditions=mcp-tasks-src', '--import', 'tsx', '--test', 'release-notes.test.mjs'], { cwd: join(ROOT, 'examples', 'tools'), env, encoding: 'utf8', timeout: 60_000 });
+    assert.equal(r.status, 0, r.stdout + r.stderr);
+    assert.match(r.stdout, /# pass 4\n# fail 0/);
+  });
+
   it('both gateways list the modules\' tools and prompt; the start-up lines name the modules', async () => {
     for (const url of c.urls) {
       const tools = (await rpc(url, 'tools/list')).body.result!.tools as { name: string; inputSchema: Record<string, any> }[];

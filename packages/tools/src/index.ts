@@ -25,6 +25,7 @@ export * from './kit.js';
 export * from './modules.js';
 export * from './prompts.js';
 export * from './resources.js';
+export * from './test-context.js';
 export * from './x-mcp-header.js';
 
 const SETS: Record<Toolset, ToolsetModule> = {
