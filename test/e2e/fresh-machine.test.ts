@@ -78,6 +78,10 @@ function npmStart(env: NodeJS.ProcessEnv): Started {
     } catch {
       // already gone
     }
+    // Nothing of it may keep this test file's process alive.
+    proc.stdout!.destroy();
+    proc.stderr!.destroy();
+    proc.unref();
   };
   return { proc, lines, json, exited, killAll };
 }
@@ -85,7 +89,13 @@ function npmStart(env: NodeJS.ProcessEnv): Started {
 describe('npm start on a fresh machine', () => {
   const cleanup: (() => unknown)[] = [];
   after(async () => {
-    for (const f of cleanup.reverse()) await f();
+    for (const f of cleanup.reverse()) {
+      try {
+        await f();
+      } catch {
+        // the next cleanup still runs
+      }
+    }
   });
 
   it('no REDIS_URL, nothing on the port: runs its own Redis (AOF, data dir), says so first, serves a task, stops it on Ctrl-C', async () => {
@@ -95,6 +105,12 @@ describe('npm start on a fresh machine', () => {
     const port = await freePort();
     const s = npmStart(shellEnv({ LOCAL_REDIS_PORT: String(redisPort), LOCAL_REDIS_DIR: join(dir, 'redis'), PORT: String(port), REDIS_KEY_PREFIX: `test-start-${port}`, MCP_TOOLSETS: 'demo' }));
     cleanup.push(() => s.killAll());
+    // Its Redis runs in its own process group: a failure below must not leave it running.
+    let stopped = false;
+    cleanup.push(() => {
+      const pid = s.json().find((l) => l.redisPid)?.redisPid as number | undefined;
+      if (pid && !stopped && alive(pid)) process.kill(pid, 'SIGKILL');
+    });
 
     await waitFor(() => s.json().some((l) => l.msg === 'gateway.ready') && s.json().some((l) => l.msg === 'worker.ready'), 60_000, 100, `the service to start:\n${s.lines.join('\n')}`);
     const [first] = s.json();
@@ -115,6 +131,7 @@ describe('npm start on a fresh machine', () => {
     const exit = await s.exited;
     assert.ok(exit.code === 0 || exit.signal === 'SIGINT', `${JSON.stringify(exit)}\n${s.lines.join('\n')}`);
     assert.ok(!alive(redisPid), 'its Redis stopped with it');
+    stopped = true;
     assert.equal(await listening(redisPort), false);
     const msgs = s.json().map((l) => l.msg);
     assert.ok(msgs.indexOf('start.redis_stopped') > msgs.indexOf('gateway.stopped') && msgs.indexOf('start.redis_stopped') > msgs.indexOf('worker.stopped'), msgs.join(', '));
