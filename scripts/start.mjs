@@ -1,14 +1,120 @@
 #!/usr/bin/env node
 /**
- * `npm start`: one gateway and one worker against REDIS_URL (the quick start, design §5).
+ * `npm start`: one gateway and one worker (the quick start, design §5).
  * Both children get this process's environment; Ctrl-C / SIGTERM stops both gracefully.
  * If either exits, the other is stopped and `npm start` exits with its code.
+ *
+ * Redis (issue 11 §6: `npm ci && npm start` on a fresh machine):
+ *  - REDIS_URL set: that Redis, nothing else is looked at;
+ *  - else a Redis answering on 127.0.0.1:LOCAL_REDIS_PORT (default 6379) is used;
+ *  - else, when `redis-server` is on PATH, it runs its own as a child on that port: append-only
+ *    file on, data in LOCAL_REDIS_DIR (default `.data/redis` in the repository), stopped after
+ *    the gateway and the worker; its first log line says so;
+ *  - else it prints one line with the install commands and exits 1.
+ * `--help` and `--version` answer without starting anything.
  */
 import { spawn } from 'node:child_process';
+import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
-import { dirname, join } from 'node:path';
+import { dirname, isAbsolute, join, relative } from 'node:path';
+import { parseArgs } from 'node:util';
+import { pino } from 'pino';
+import { findOnPath, INSTALL, probeRedis, startRedisServer } from './local-redis.mjs';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..');
+
+const HELP = `Usage: npm start [-- --help | --version]
+
+Runs one gateway (http://HOST:PORT/mcp, 127.0.0.1:3000) and one worker, on the Redis of
+REDIS_URL. Without REDIS_URL it uses the Redis on 127.0.0.1:6379, or, when nothing answers
+there and redis-server is installed, runs its own (append-only file on, data in .data/redis)
+and stops it with the service. Ctrl-C or SIGTERM stops everything gracefully.
+For several gateways or workers, run them yourself: npm run gateway, npm run worker.
+
+Configuration comes from environment variables only; .env.example lists every one with its
+default (more in npm run gateway -- --help). The main ones:
+  REDIS_URL          Redis for task records and queues (unset: see above)
+  REDIS_KEY_PREFIX   prefix of every key written (mcp); give each deployment its own
+  HOST, PORT         where the gateway listens (127.0.0.1, 3000)
+  MCP_TOOLSETS       built-in tool sets: demo, conformance, testing, or none (demo)
+  MCP_TOOL_MODULES   your own tool modules, comma list of paths or package names
+                     (docs/writing-tools.md)
+  LOCAL_REDIS_PORT   port of the local Redis used or started without REDIS_URL (6379)
+  LOCAL_REDIS_DIR    data directory of the Redis npm start runs (.data/redis)
+
+Options:
+  -h, --help         print this help and exit
+  -v, --version      print the version and exit`;
+
+try {
+  const { values } = parseArgs({ options: { help: { type: 'boolean', short: 'h' }, version: { type: 'boolean', short: 'v' } }, strict: true });
+  if (values.help) {
+    process.stdout.write(`${HELP}\n`);
+    process.exit(0);
+  }
+  if (values.version) {
+    process.stdout.write(`mcp-task-service start ${JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')).version}\n`);
+    process.exit(0);
+  }
+} catch (e) {
+  process.stderr.write(`start: ${e.message.split('\n')[0]} (the configuration comes from the environment; try --help)\n`);
+  process.exit(2);
+}
+
+/** The same JSON lines as the gateway and the worker (pino, `svc` names the process). */
+const log = pino({ level: process.env.LOG_LEVEL || 'info', base: { svc: 'start', pid: process.pid }, timestamp: pino.stdTimeFunctions.isoTime });
+const fail = (line) => {
+  process.stderr.write(`start: ${line}\n`);
+  process.exit(1);
+};
+
+/** The Redis `npm start` runs, if it runs one. */
+let ownRedis;
+
+if (!process.env.REDIS_URL?.trim()) {
+  const port = Number(process.env.LOCAL_REDIS_PORT?.trim() || 6379);
+  if (!Number.isInteger(port) || port < 1 || port > 65535) fail(`invalid configuration: LOCAL_REDIS_PORT: expected a port number, got ${JSON.stringify(process.env.LOCAL_REDIS_PORT)}`);
+  const local = `redis://127.0.0.1:${port}`;
+  const found = await probeRedis('127.0.0.1', port);
+  if (found === 'redis') {
+    log.info({ redis: local }, `start.redis_found: using the Redis that answers on 127.0.0.1:${port} (REDIS_URL is not set)`);
+  } else if (found === 'auth') {
+    fail(`the Redis on 127.0.0.1:${port} wants a password: set REDIS_URL=redis://:<password>@127.0.0.1:${port}`);
+  } else if (found === 'other') {
+    fail(`something that is not a Redis answers on 127.0.0.1:${port}: set REDIS_URL to your Redis, or LOCAL_REDIS_PORT to a free port for npm start's own`);
+  } else {
+    const bin = findOnPath('redis-server');
+    if (!bin) {
+      fail(`no Redis answers on 127.0.0.1:${port} and redis-server is not installed; install it (${INSTALL['redis-server']}) or set REDIS_URL to a reachable Redis`);
+    }
+    const dirSetting = process.env.LOCAL_REDIS_DIR?.trim() || join('.data', 'redis');
+    const dir = isAbsolute(dirSetting) ? dirSetting : join(root, dirSetting);
+    try {
+      ownRedis = await startRedisServer({ bin, port, dir, aof: true });
+    } catch (e) {
+      fail(`could not start its own Redis on 127.0.0.1:${port}: ${e.message}`);
+    }
+    const shown = relative(root, dir).startsWith('..') ? dir : relative(root, dir);
+    log.info(
+      { redis: local, dataDir: dir, redisPid: ownRedis.proc.pid },
+      `start.redis_started: no Redis answered on 127.0.0.1:${port}, so npm start runs its own redis-server there (append-only file on, data in ${shown}); it stops with the service`,
+    );
+  }
+  process.env.REDIS_URL = local;
+}
+
+/** Stops npm start's own Redis (if any) after the gateway and the worker, then exits. */
+let finishing = false;
+const finish = async (code) => {
+  if (finishing) return;
+  finishing = true;
+  if (ownRedis) {
+    await ownRedis.stop();
+    log.info({ redis: ownRedis.url }, 'start.redis_stopped');
+  }
+  process.exit(code);
+};
+
 const run = (app) =>
   spawn(process.execPath, ['--conditions=mcp-tasks-src', '--import', 'tsx', join(root, 'apps', app, 'src', 'main.ts')], {
     cwd: root,
@@ -18,21 +124,23 @@ const run = (app) =>
 
 const children = [run('gateway'), run('worker')];
 let exiting = false;
+let exitCode = 0;
+const allExited = () => children.every((x) => x.exitCode !== null || x.signalCode !== null);
 const stopAll = (sig) => {
   for (const c of children) if (c.exitCode === null) c.kill(sig);
 };
 for (const c of children) {
   c.on('exit', (code) => {
     if (exiting) {
-      if (children.every((x) => x.exitCode !== null || x.signalCode !== null)) process.exit(0);
+      if (allExited()) void finish(exitCode);
       return;
     }
+    // One child ended by itself: stop the other, then exit with this one's code.
     exiting = true;
+    exitCode = code ?? 1;
     stopAll('SIGTERM');
-    setTimeout(() => process.exit(code ?? 1), 15_000).unref();
-    const done = () => children.every((x) => x.exitCode !== null || x.signalCode !== null) && process.exit(code ?? 1);
-    for (const x of children) x.on('exit', done);
-    done();
+    setTimeout(() => void finish(exitCode), 15_000).unref();
+    if (allExited()) void finish(exitCode);
   });
 }
 for (const sig of ['SIGINT', 'SIGTERM']) {

@@ -15,6 +15,7 @@ import type { JobQueues, TaskEvents, WorkerPresence } from '@mcp-tasks/jobs';
 import type { PromptRegistry, ResourceRegistry, ToolRegistry } from '@mcp-tasks/tools';
 import type { Classification, Era } from './classify.js';
 import type { Continuation, StateCodec } from './mrtr.js';
+import type { WorkerToolsCheck } from './worker-tools.js';
 
 export const SERVER_INFO = { name: 'mcp-task-service', version: '0.1.0' };
 
@@ -36,6 +37,8 @@ export interface GatewayDeps {
   presence?: WorkerPresence;
   /** Set only when tracing is on (N-14). */
   tracer?: Tracer;
+  /** Which tools the live workers run (worker-tools.ts); absent in in-process tests. */
+  workerTools?: WorkerToolsCheck;
 }
 
 /** The deps plus what the MCP handlers build once at start. */

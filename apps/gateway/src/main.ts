@@ -3,19 +3,39 @@
  * Traces are exported when OpenTelemetry is configured (N-14). Stateless: every request may land on
  * any replica (D7); Redis and BullMQ clients are created once per process.
  *
+ * Start: `--help` / `--version` are answered before anything else (issue 11 §3); then the
+ * configuration, the tool modules (MCP_TOOL_MODULES), Redis; any failure is one line on stderr
+ * and exit 1. The `gateway.ready` line names the Redis (credentials redacted), key prefix, tool
+ * sets, modules and authentication modes.
+ *
  * Signals: SIGTERM/SIGINT → drain for SHUTDOWN_DRAIN_DELAY_MS (/readyz fails, responses carry
  * `Connection: close`), stop accepting, let in-flight requests finish for SHUTDOWN_GRACE_MS,
  * then close what is left and exit.
  */
-import { authStartupWarnings, ConfigError, loadConfig } from '@mcp-tasks/config';
+import { authStartupWarnings, ConfigError, handleEntryArgs, loadConfig, startupSummary } from '@mcp-tasks/config';
 import { createGatewayMetrics, createLogger, startOpsServer, startTracing } from '@mcp-tasks/observability';
 import { TaskStore } from '@mcp-tasks/task-store';
 import { connectOrExplain, createRedis, evictionPolicy, JobQueues, queueDepth, TaskEvents, watchRedis, WorkerPresence, WebhookOutbox } from '@mcp-tasks/jobs';
-import { createPromptRegistry, createRegistry, createResourceRegistry } from '@mcp-tasks/tools';
+import { createPromptRegistry, createRegistry, createResourceRegistry, loadToolModules } from '@mcp-tasks/tools';
 import { taskStatusTool } from './task-status.js';
 import { buildApp } from './app.js';
 import { WORKERS_REFRESH_MS } from './workers.js';
 import { startAdmin, type AdminServer } from './admin.js';
+import { WorkerToolsWatch } from './worker-tools.js';
+
+const HELP = `Usage: npm run gateway [-- --help | --version]
+       node apps/gateway/dist/main.js [--help | --version]
+
+The MCP gateway: POST /mcp (MCP 2026-07-28, the Tasks extension), GET /healthz, GET /readyz.
+Stateless: start as many as you like, on one Redis, with workers (npm run worker) to run the
+tools. It stops gracefully on SIGTERM or Ctrl-C.
+
+  HOST, PORT         where it listens (127.0.0.1, 3000)
+  AUTH_API_KEYS, AUTH_JWT_*, AUTH_ALLOW_ANONYMOUS
+                     who may call (docs/security.md); none on a loopback HOST = anonymous
+  REQUEST_STATE_KEYS signing keys of MRTR requestState, the same on every gateway`;
+
+handleEntryArgs(process.argv.slice(2), 'gateway', HELP);
 
 async function main() {
   let config;
@@ -27,6 +47,18 @@ async function main() {
       process.exit(1);
     }
     throw e;
+  }
+  // Tools before Redis: a module that cannot load, or a name defined twice, stops the process
+  // with one line before it touches anything.
+  let registry, prompts, resources;
+  try {
+    const modules = await loadToolModules(config.toolModules);
+    registry = createRegistry(config.toolsets, [taskStatusTool], modules);
+    prompts = createPromptRegistry(config.toolsets, modules);
+    resources = createResourceRegistry(config.toolsets, modules);
+  } catch (e) {
+    console.error(`gateway: ${(e as Error).message}`);
+    process.exit(1);
   }
   const log = createLogger('gateway', config.logLevel);
   for (const w of authStartupWarnings(config)) log.warn({ event: w.event }, w.message);
@@ -70,12 +102,11 @@ async function main() {
   // Completion webhooks (issue 11 §5): a task this gateway ends (tasks/cancel) gets its delivery enqueued.
   const webhooks = new WebhookOutbox(redis, config.keyPrefix, store, config.webhooks, log);
   store.onTerminal(webhooks.listener);
-  const registry = createRegistry(config.toolsets, [taskStatusTool]);
   const unknownBudgets = Object.keys(config.sync.budgetMsByTool).filter((name) => !registry.get(name));
   if (unknownBudgets.length) log.warn({ tools: unknownBudgets }, 'config.sync_budget_unknown_tools: SYNC_BUDGET_MS_BY_TOOL names tools that are not enabled (MCP_TOOLSETS)');
   const redisHealth = watchRedis(redis);
-  const prompts = createPromptRegistry(config.toolsets);
-  const resources = createResourceRegistry(config.toolsets);
+  const workerTools = new WorkerToolsWatch(redis, config.keyPrefix, registry.workerToolNames(), log);
+  workerTools.start();
   const app = await buildApp({
     config,
     log,
@@ -89,6 +120,7 @@ async function main() {
     redisHealth,
     metrics,
     presence,
+    workerTools,
     ...(tracing.enabled ? { tracer: tracing.tracer } : {}),
   });
 
@@ -131,7 +163,7 @@ async function main() {
   log.info(
     {
       url: `http://${config.host}:${port}/mcp`,
-      toolsets: config.toolsets,
+      ...startupSummary(config, 'gateway'),
       tools: registry.size,
       prompts: prompts.size,
       resources: resources.size,
@@ -166,6 +198,7 @@ async function main() {
     await Promise.race([closing, new Promise((r) => setTimeout(r, 2000).unref())]);
     redisHealth.stop();
     presence.stop();
+    workerTools.stop();
     await Promise.allSettled([ops?.close(), tracing.shutdown()]);
     await Promise.allSettled([queues.close(), webhooks.close(), sub.quit(), redis.quit()]);
     log.info('gateway.stopped');

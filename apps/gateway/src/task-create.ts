@@ -85,6 +85,8 @@ export async function startTask(gw: Gateway, call: Call, tool: ToolDefinition, a
   const { taskId, priority } = await slotFor(gw, call, now);
   const trace = carrierOf(call.exchange.span);
   call.exchange.span?.setAttribute('mcp.task.id', taskId);
+  // A tool no live worker runs (gateways and workers load different tools): said at once.
+  const note = await gw.workerTools?.noteFor(tool.name);
   let rec: TaskRecord;
   try {
     rec = await store.create(
@@ -97,6 +99,7 @@ export async function startTask(gw: Gateway, call: Call, tool: ToolDefinition, a
         pollIntervalMs: config.task.pollIntervalMs,
         clientCapabilities: storedCapabilities(call.caps),
         ...(trace ? { trace } : {}),
+        ...(note ? { statusMessage: note } : {}),
       },
       taskId,
       now,

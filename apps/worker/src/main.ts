@@ -7,10 +7,16 @@
  *
  * Signals: SIGTERM/SIGINT → stop fetching, let active steps finish for SHUTDOWN_GRACE_MS,
  * then release the rest to the queue (another worker restarts them at once, bullmq-notes §4).
+ *
+ * Start: `--help` / `--version` are answered before anything else (issue 11 §3); then the
+ * configuration, the tool modules (MCP_TOOL_MODULES), Redis; any failure is one line on stderr
+ * and exit 1. The worker advertises the tools it runs (`<prefix>:workers`, expiring) so that
+ * gateways can report tools no worker runs; `worker.ready` names the Redis (credentials
+ * redacted), key prefix, tool sets and modules.
  */
 import { Worker, type Job } from 'bullmq';
 import { Redis } from 'ioredis';
-import { ConfigError, loadConfig } from '@mcp-tasks/config';
+import { ConfigError, handleEntryArgs, loadConfig, startupSummary } from '@mcp-tasks/config';
 import { createLogger, createWorkerMetrics, newErrorId, startOpsServer, startTracing, type Readiness } from '@mcp-tasks/observability';
 import { TaskStore } from '@mcp-tasks/task-store';
 import {
@@ -20,23 +26,37 @@ import {
   evictionGuard,
   evictionPolicy,
   JobQueues,
-  newWorkerId,
   queueDepth,
   startHeartbeat,
   WorkerPresence,
   JOB_INPUT_TIMEOUT,
   JOB_RECONCILE,
   MAINTENANCE_QUEUE,
+  newWorkerId,
   redisOptions,
   TOOLS_QUEUE,
   WebhookOutbox,
+  WorkerToolsAdvert,
   type StepJobData,
 } from '@mcp-tasks/jobs';
-import { createRegistry } from '@mcp-tasks/tools';
+import { createRegistry, loadToolModules } from '@mcp-tasks/tools';
 import { createStepProcessor } from './processor.js';
 import { reconcileOnce } from './reconcile.js';
 import { createStepObserver } from './step-observer.js';
 import { startWebhookWorker } from './webhook-worker.js';
+
+const HELP = `Usage: npm run worker [-- --help | --version]
+       node apps/worker/dist/main.js [--help | --version]
+
+An MCP task worker: runs the tools' steps (BullMQ jobs from Redis), the input timeouts and the
+reconciler. Start as many as you like, on the Redis of the gateways, with the same tool sets
+and tool modules. Its operations port (WORKER_HTTP_PORT, 9464; off disables it) serves
+/metrics, /healthz and /readyz. SIGTERM or Ctrl-C lets running steps finish, then hands the
+rest to other workers.
+
+  WORKER_CONCURRENCY steps one worker runs at once (50)`;
+
+handleEntryArgs(process.argv.slice(2), 'worker', HELP);
 
 async function main() {
   let config;
@@ -48,6 +68,15 @@ async function main() {
       process.exit(1);
     }
     throw e;
+  }
+  // Tools before Redis: a module that cannot load, or a name defined twice, stops the process
+  // with one line before it touches anything.
+  let registry;
+  try {
+    registry = createRegistry(config.toolsets, [], await loadToolModules(config.toolModules));
+  } catch (e) {
+    console.error(`worker: ${(e as Error).message}`);
+    process.exit(1);
   }
   const log = createLogger('worker', config.logLevel);
   const tracing = startTracing('worker', config.tracing, log);
@@ -79,7 +108,6 @@ async function main() {
     metrics.redisErrors.inc({ connection: 'queue' });
     log.warn({ err: err.message }, 'queue.error');
   });
-  const registry = createRegistry(config.toolsets);
   const toolLabel = (name: string | undefined) => (name && registry.get(name) ? name : 'other');
   const observeStep = createStepObserver({ metrics, toolLabel, ...(tracing.enabled ? { tracer: tracing.tracer } : {}) });
   // Completion webhooks (issue 11 §5): every task this process ends gets its delivery enqueued.
@@ -238,10 +266,15 @@ async function main() {
         process.exit(1);
       })
     : undefined;
+  // What this worker runs, for the gateways' mismatch check (packages/jobs worker-tools.ts).
+  const advert = new WorkerToolsAdvert(redis, config.keyPrefix, newWorkerId(), registry.workerToolNames(), (err) =>
+    log.warn({ err: err.message }, 'worker.advert_failed'),
+  );
+  await advert.start();
 
   log.info(
     {
-      toolsets: config.toolsets,
+      ...startupSummary(config, 'worker'),
       tools: registry.size,
       concurrency: config.worker.concurrency,
       workerId,
@@ -258,6 +291,7 @@ async function main() {
     log.info({ sig, graceMs: config.worker.shutdownGraceMs }, 'worker.draining');
     // It takes no new step from now on: it no longer counts as a live worker.
     await heartbeat.stop();
+    await advert.stop(); // no longer counted by gateways' mismatch check
     const closing = Promise.all([toolsWorker!.close(), maintenanceWorker.close(), webhookWorker.close()]);
     const timer = (ms: number) => new Promise((r) => setTimeout(r, ms).unref());
     const finished = await Promise.race([closing.then(() => true), timer(config.worker.shutdownGraceMs).then(() => false)]);

@@ -111,8 +111,11 @@ export function createStepProcessor(deps: ProcessorDeps) {
     };
     const tool = registry.get(claim.tool);
     if (!tool) {
-      jobLog.error({ tool: claim.tool }, 'step.tool_not_enabled: check MCP_TOOLSETS on gateways and workers');
-      await ended(store.fail(taskId, { fence }, { code: -32603, message: `Tool ${claim.tool} is not enabled on this worker` }, 'Tool not available'));
+      // Gateways and workers load different tools (MCP_TOOLSETS / MCP_TOOL_MODULES): fail the
+      // task at once with an error that says so, rather than leave it waiting (issue 11 §1).
+      jobLog.error({ tool: claim.tool }, 'step.tool_not_enabled: this worker does not have the tool; give gateways and workers the same MCP_TOOLSETS and MCP_TOOL_MODULES');
+      const message = `Tool ${claim.tool} is not available on the worker that took this task: the service's gateways and workers load different tools (MCP_TOOLSETS / MCP_TOOL_MODULES)`;
+      await ended(store.fail(taskId, { fence }, { code: -32603, message, data: { reason: 'tool_not_on_worker', tool: claim.tool } }, 'Tool not available on the worker'));
       return 'failed';
     }
     jobLog.info({ tool: tool.name, reruns: claim.reruns }, 'step.started');

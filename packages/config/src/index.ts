@@ -15,6 +15,8 @@ export { ConfigError };
 export * from './auth.js';
 export * from './webhooks.js';
 export * from './admin.js';
+export * from './cli.js';
+export * from './summary.js';
 
 /** Tool sets a deployment can enable through `MCP_TOOLSETS`. */
 export const TOOLSETS = ['demo', 'conformance', 'testing'] as const;
@@ -40,6 +42,12 @@ const schema = z.object({
     .default('demo')
     .transform((v, ctx) => {
       const list = v.split(',').map((s) => s.trim()).filter(Boolean);
+      // `none`: only the tools of MCP_TOOL_MODULES (and the built-in task_status).
+      if (list.includes('none')) {
+        if (list.length === 1) return [] as Toolset[];
+        ctx.addIssue({ code: 'custom', message: '"none" cannot be combined with other tool sets' });
+        return z.NEVER;
+      }
       for (const s of list) {
         if (!(TOOLSETS as readonly string[]).includes(s)) {
           ctx.addIssue({ code: 'custom', message: `unknown tool set "${s}" (known: ${TOOLSETS.join(', ')})` });
@@ -48,6 +56,15 @@ const schema = z.object({
       }
       return [...new Set(list)] as Toolset[];
     }),
+  /**
+   * Your own tool modules (docs/writing-tools.md): comma list of file paths (relative to the
+   * directory the process starts in), `file:` URLs or package names. Loaded by gateways and
+   * workers alike; each module's default export is an array of tools or a tool set object.
+   */
+  MCP_TOOL_MODULES: z
+    .string()
+    .default('')
+    .transform((v) => [...new Set(v.split(',').map((s) => s.trim()).filter(Boolean))]),
   /** `ttlMs` given to new tasks, counted from `createdAt` (T-24). Default 24 h. */
   TASK_TTL_MS: intMs(86_400_000, 1000),
   /** `pollIntervalMs` suggested to clients (T-17). Default 2000 ms. */
@@ -178,6 +195,8 @@ export interface Config {
   redisUrl: string;
   keyPrefix: string;
   toolsets: Toolset[];
+  /** MCP_TOOL_MODULES as written (paths, `file:` URLs or package names), de-duplicated, in order. */
+  toolModules: string[];
   task: { ttlMs: number; pollIntervalMs: number; inputTimeoutMs: number };
   /** MRTR `requestState` key ring, shared by every replica (D7, M-05); auth.ts. */
   requestState: RequestStateConfig;
@@ -288,6 +307,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, o: { role?: 'ga
     redisUrl: e.REDIS_URL,
     keyPrefix: e.REDIS_KEY_PREFIX,
     toolsets: e.MCP_TOOLSETS,
+    toolModules: e.MCP_TOOL_MODULES,
     task: { ttlMs: e.TASK_TTL_MS, pollIntervalMs: e.TASK_POLL_INTERVAL_MS, inputTimeoutMs: e.TASK_INPUT_TIMEOUT_MS },
     requestState,
     auth,

@@ -7,6 +7,7 @@
  *   `<prefix>:{jobs}:tools:*`        step jobs and input-timeout jobs
  *   `<prefix>:{jobs}:maintenance:*`  the reconciler's repeatable job
  *   `<prefix>:{jobs}:webhooks:*`     completion webhook deliveries (webhooks.ts)
+ *   `<prefix>:worker-tools`          the live workers' tool adverts (worker-tools.ts, expiring)
  */
 import { Queue, type JobsOptions } from 'bullmq';
 import type { Redis } from 'ioredis';
@@ -17,6 +18,7 @@ export { TaskEvents, type ChannelWatch } from './events.js';
 export { WorkerPresence, newWorkerId, startHeartbeat, type Heartbeat } from './presence.js';
 export { queueDepth, type QueueDepth } from './queue-depth.js';
 export * from './webhooks.js';
+export * from './worker-tools.js';
 
 export const TOOLS_QUEUE = 'tools';
 export const MAINTENANCE_QUEUE = 'maintenance';

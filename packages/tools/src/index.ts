@@ -1,31 +1,32 @@
 /**
  * Tool kit and registries. A tool set module (`toolsets/*.ts`, a `ToolsetModule`) contributes
- * tools and, optionally, prompts and resources; `MCP_TOOLSETS` enables tool sets by name.
- * `createRegistry(toolsets)` returns the tools, `createPromptRegistry` / `createResourceRegistry`
- * the prompts and resources, each in a fixed order (lists are deterministic, K-01).
+ * tools and, optionally, prompts and resources; `MCP_TOOLSETS` enables built-in tool sets by
+ * name and `MCP_TOOL_MODULES` adds your own modules (modules.ts, docs/writing-tools.md).
+ * `createRegistry(toolsets, builtins, modules)` returns the tools, `createPromptRegistry` /
+ * `createResourceRegistry` the prompts and resources, each in a fixed order (lists are
+ * deterministic, K-01); a name defined twice anywhere is refused at start (`assertNoClashes`).
+ *
+ * This package is what a tool module imports as `@mcp-tasks/tools`: the kit (kit.ts), prompts,
+ * resources, and zod's `z` (re-exported so a module's schemas use the service's own zod).
  */
 import type { Toolset } from '@mcp-tasks/config';
 import { z } from 'zod';
 import type { ToolDefinition } from './kit.js';
-import { PromptRegistry, type PromptDefinition } from './prompts.js';
-import { ResourceRegistry, type ResourceDefinition, type ResourceTemplateDefinition } from './resources.js';
+import { assertNoClashes, type LoadedToolModule, type ToolSource, type ToolsetModule } from './modules.js';
+import { PromptRegistry } from './prompts.js';
+import { ResourceRegistry } from './resources.js';
 import { scanXMcpHeaderDeclarations, type XMcpHeaderDeclaration } from './x-mcp-header.js';
 import { demoTools } from './toolsets/demo.js';
 import { conformanceToolset } from './toolsets/conformance.js';
 import { testingTools } from './toolsets/testing.js';
 
+export { z };
 export * from './kit.js';
+export * from './modules.js';
 export * from './prompts.js';
 export * from './resources.js';
+export * from './test-context.js';
 export * from './x-mcp-header.js';
-
-/** What one tool set contributes. Prompts and resources are served by the gateway. */
-export interface ToolsetModule {
-  tools: readonly ToolDefinition[];
-  prompts?: readonly PromptDefinition[];
-  resources?: readonly ResourceDefinition[];
-  resourceTemplates?: readonly ResourceTemplateDefinition[];
-}
 
 const SETS: Record<Toolset, ToolsetModule> = {
   demo: { tools: demoTools as unknown as ToolDefinition[] },
@@ -67,6 +68,11 @@ export class ToolRegistry {
     return this.byName.get(name);
   }
 
+  /** Names of the tools that run on workers (not `runsIn: 'gateway'`), in list order. */
+  workerToolNames(): string[] {
+    return [...this.byName.values()].filter((t) => t.runsIn !== 'gateway').map((t) => t.name);
+  }
+
   get size(): number {
     return this.byName.size;
   }
@@ -87,20 +93,39 @@ export class ToolRegistry {
   }
 }
 
-/** Builds the registry for the given tool sets, plus `builtins` (listed first). */
-export function createRegistry(toolsets: readonly Toolset[], builtins: readonly ToolDefinition[] = []): ToolRegistry {
-  return new ToolRegistry([...builtins, ...toolsets.flatMap((s) => SETS[s].tools)]);
+/** The built-in tool sets and the loaded modules, in order, each with a label for messages. */
+function sources(toolsets: readonly Toolset[], modules: readonly LoadedToolModule[], builtins: readonly ToolDefinition[] = []): ToolSource[] {
+  return [
+    ...(builtins.length ? [{ label: 'the service (built-in)', toolset: { tools: builtins } }] : []),
+    ...toolsets.map((s) => ({ label: `tool set "${s}" (MCP_TOOLSETS)`, toolset: SETS[s] })),
+    ...modules.map((m) => ({ label: `module "${m.spec}" (MCP_TOOL_MODULES)`, toolset: m.toolset })),
+  ];
 }
 
-/** The prompts of the given tool sets. */
-export function createPromptRegistry(toolsets: readonly Toolset[]): PromptRegistry {
-  return new PromptRegistry(toolsets.flatMap((s) => SETS[s].prompts ?? []));
+/**
+ * Builds the registry: `builtins` first, then the tool sets, then the modules' tools.
+ * @throws ToolModuleError when a tool name is defined twice (naming both sources); Error on an
+ * invalid schema or `x-mcp-header` declaration (ToolRegistry).
+ */
+export function createRegistry(toolsets: readonly Toolset[], builtins: readonly ToolDefinition[] = [], modules: readonly LoadedToolModule[] = []): ToolRegistry {
+  const all = sources(toolsets, modules, builtins);
+  assertNoClashes(all);
+  return new ToolRegistry(all.flatMap((s) => s.toolset.tools));
 }
 
-/** The resources and resource templates of the given tool sets. */
-export function createResourceRegistry(toolsets: readonly Toolset[]): ResourceRegistry {
+/** The prompts of the given tool sets and modules. @throws ToolModuleError on a name defined twice. */
+export function createPromptRegistry(toolsets: readonly Toolset[], modules: readonly LoadedToolModule[] = []): PromptRegistry {
+  const all = sources(toolsets, modules);
+  assertNoClashes(all);
+  return new PromptRegistry(all.flatMap((s) => s.toolset.prompts ?? []));
+}
+
+/** The resources and resource templates of the given tool sets and modules. @throws ToolModuleError on a URI or name defined twice. */
+export function createResourceRegistry(toolsets: readonly Toolset[], modules: readonly LoadedToolModule[] = []): ResourceRegistry {
+  const all = sources(toolsets, modules);
+  assertNoClashes(all);
   return new ResourceRegistry(
-    toolsets.flatMap((s) => SETS[s].resources ?? []),
-    toolsets.flatMap((s) => SETS[s].resourceTemplates ?? []),
+    all.flatMap((s) => s.toolset.resources ?? []),
+    all.flatMap((s) => s.toolset.resourceTemplates ?? []),
   );
 }
