@@ -1,17 +1,23 @@
 #!/usr/bin/env node
 /**
  * `npm start`: one gateway and one worker against REDIS_URL (the quick start, design §5).
+ * Compiles first (`tsc -b`, incremental; skipped in a production-only install), then runs the
+ * compiled `apps/<app>/dist/main.js`, as the Docker image does (issue 8 §4).
  * Both children get this process's environment; Ctrl-C / SIGTERM stops both gracefully.
  * If either exits, the other is stopped and `npm start` exits with its code.
  */
 import { spawn } from 'node:child_process';
-import { fileURLToPath } from 'node:url';
-import { dirname, join } from 'node:path';
+import { appEntry, build, ROOT } from './build.mjs';
 
-const root = join(dirname(fileURLToPath(import.meta.url)), '..');
+try {
+  build();
+} catch (e) {
+  console.error(e.message);
+  process.exit(1);
+}
 const run = (app) =>
-  spawn(process.execPath, ['--conditions=mcp-tasks-src', '--import', 'tsx', join(root, 'apps', app, 'src', 'main.ts')], {
-    cwd: root,
+  spawn(process.execPath, [appEntry(app)], {
+    cwd: ROOT,
     stdio: 'inherit',
     env: process.env,
   });

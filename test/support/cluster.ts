@@ -1,6 +1,7 @@
 /**
  * Test harness: real processes, real Redis (design §6). Starts gateway and worker processes
- * the way `npm run gateway` / `npm run worker` do, each with the test's own key prefix on the
+ * the way `npm run gateway` / `npm run worker` and the Docker image do: the compiled
+ * `apps/<kind>/dist/main.js` (issue 8 §4; `npm test` runs `tsc -b` first so it is current), each with the test's own key prefix on the
  * shared Redis (never flushed) or on a throwaway `redis-server` on a random port.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
@@ -11,6 +12,9 @@ import { join, dirname } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { randomBytes } from 'node:crypto';
 import { Redis } from 'ioredis';
+import { appEntry } from '../../scripts/build.mjs';
+
+export { appEntry };
 
 export const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
 export const SHARED_REDIS_URL = process.env.TEST_REDIS_URL ?? 'redis://127.0.0.1:6379';
@@ -107,10 +111,13 @@ export interface Proc {
   waitLog(match: (l: Record<string, unknown>) => boolean, timeoutMs?: number): Promise<Record<string, unknown>>;
 }
 
-/** Spawns one app process (`gateway` or `worker`) and waits for its ready line. */
-export async function startProcess(kind: 'gateway' | 'worker', env: Record<string, string>): Promise<Proc> {
+/**
+ * Spawns one app process (`gateway` or `worker`, the compiled `dist/main.js`) and waits for its
+ * ready line. `nodeArgs` go before the entry point (e.g. `--expose-gc`, `--cpu-prof`).
+ */
+export async function startProcess(kind: 'gateway' | 'worker', env: Record<string, string>, nodeArgs: string[] = []): Promise<Proc> {
   const port = kind === 'gateway' ? await freePort() : undefined;
-  const proc = spawn(process.execPath, ['--conditions=mcp-tasks-src', '--import', 'tsx', join(ROOT, 'apps', kind, 'src', 'main.ts')], {
+  const proc = spawn(process.execPath, [...nodeArgs, appEntry(kind)], {
     cwd: ROOT,
     env: { ...process.env, NODE_ENV: 'test', LOG_LEVEL: 'info', ...env, ...(port ? { PORT: String(port), HOST: '127.0.0.1' } : {}) },
     stdio: ['ignore', 'pipe', 'pipe'],
