@@ -111,13 +111,20 @@ export interface Proc {
   waitLog(match: (l: Record<string, unknown>) => boolean, timeoutMs?: number): Promise<Record<string, unknown>>;
 }
 
+export interface StartOptions {
+  /** Node options before the entry point (e.g. `--expose-gc`, `--cpu-prof`). */
+  nodeArgs?: string[];
+  /** Keep only the last `keepLogs` parsed lines (a long benchmark run); default: all. */
+  keepLogs?: number;
+}
+
 /**
  * Spawns one app process (`gateway` or `worker`, the compiled `dist/main.js`) and waits for its
- * ready line. `nodeArgs` go before the entry point (e.g. `--expose-gc`, `--cpu-prof`).
+ * ready line.
  */
-export async function startProcess(kind: 'gateway' | 'worker', env: Record<string, string>, nodeArgs: string[] = []): Promise<Proc> {
+export async function startProcess(kind: 'gateway' | 'worker', env: Record<string, string>, opts: StartOptions = {}): Promise<Proc> {
   const port = kind === 'gateway' ? await freePort() : undefined;
-  const proc = spawn(process.execPath, [...nodeArgs, appEntry(kind)], {
+  const proc = spawn(process.execPath, [...(opts.nodeArgs ?? []), appEntry(kind)], {
     cwd: ROOT,
     env: { ...process.env, NODE_ENV: 'test', LOG_LEVEL: 'info', ...env, ...(port ? { PORT: String(port), HOST: '127.0.0.1' } : {}) },
     stdio: ['ignore', 'pipe', 'pipe'],
@@ -131,6 +138,7 @@ export async function startProcess(kind: 'gateway' | 'worker', env: Record<strin
     } catch {
       logs.push({ raw: line });
     }
+    if (opts.keepLogs !== undefined && logs.length > opts.keepLogs * 2) logs.splice(0, logs.length - opts.keepLogs);
     for (const w of waiters) w();
   };
   for (const stream of [proc.stdout!, proc.stderr!]) {
