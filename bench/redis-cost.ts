@@ -44,6 +44,8 @@ export interface RedisCost {
   overheadBytes: number;
   /** MEMORY USAGE of one finished task's keys (bytes). */
   keys: Record<string, number>;
+  /** OBJECT ENCODING of the same keys (a hash with a value over hash-max-listpack-value, 64 B, is a `hashtable`). */
+  encodings: Record<string, string>;
   /** Commands executed per task (inside scripts included), by command, background removed. */
   commandsPerTask: Record<string, number>;
   commandsPerTaskTotal: number;
@@ -104,14 +106,25 @@ export async function bytesPerTask(b: BenchProcesses, n: number, concurrency: nu
     const g = await getTask(b.hot.url!, sample, { token: b.apiKey });
     if (g.body.result?.status !== 'completed') throw new Error(`big_result task not completed: ${JSON.stringify(g.body).slice(0, 300)}`);
     const keys: Record<string, number> = {};
+    const encodings: Record<string, string> = {};
     for (const [label, key] of [
       ['task record', `${PREFIX}:{t:${sample}}:task`],
       ['progress stream', `${PREFIX}:{t:${sample}}:progress`],
       ['step job (BullMQ)', `${PREFIX}:{jobs}:tools:${stepJobId(sample, 1)}`],
     ] as const) {
       const bytes = (await r.call('MEMORY', 'USAGE', key, 'SAMPLES', '0')) as number | null;
-      if (bytes !== null) keys[label] = bytes;
+      if (bytes === null) continue;
+      keys[label] = bytes;
+      encodings[label] = String(await r.call('OBJECT', 'ENCODING', key));
     }
+    // The same record while it was working (before the result): is it still a listpack?
+    const working = await r.hgetall(`${PREFIX}:{t:${sample}}:task`);
+    delete working.result;
+    const probeKey = `${PREFIX}:bench-probe-record`;
+    await r.hset(probeKey, working);
+    keys['task record without its result'] = (await r.call('MEMORY', 'USAGE', probeKey, 'SAMPLES', '0')) as number;
+    encodings['task record without its result'] = String(await r.call('OBJECT', 'ENCODING', probeKey));
+    await r.del(probeKey);
 
     const ops = delta(cs0, cs1);
     const perTask: Record<string, number> = {};
@@ -126,6 +139,7 @@ export async function bytesPerTask(b: BenchProcesses, n: number, concurrency: nu
       bytesPerTask: Math.round(bytes),
       overheadBytes: Math.round(bytes - resultBytes),
       keys,
+      encodings,
       commandsPerTask: Object.fromEntries(Object.entries(perTask).sort((a, b2) => b2[1] - a[1])),
       commandsPerTaskTotal: round(Object.values(perTask).reduce((a, x) => a + x, 0), 1),
     };
@@ -147,7 +161,8 @@ export interface RoundTrips {
 /**
  * MONITOR over `n` sequential tasks (`big_result(1024)`, created, run and completed) and then
  * `n` polls: who sends what. Connections are told apart by CLIENT LIST names (the gateway's
- * `mcp-gateway*`, the worker's `mcp-worker*` and BullMQ's own connections of the worker).
+ * `mcp-gateway*`; the worker's `mcp-worker*`, `mcp-bull` and the blocking connections BullMQ's
+ * Workers name after their queue).
  */
 export async function roundTrips(b: BenchProcesses, n: number): Promise<RoundTrips> {
   const r = b.client;
@@ -201,7 +216,9 @@ export async function roundTrips(b: BenchProcesses, n: number): Promise<RoundTri
       if (l.source === 'lua') return 'insideScripts';
       const name = who.get(l.source) ?? '';
       if (name.startsWith('mcp-gateway')) return 'gateway';
-      if (name.startsWith('mcp-worker') || /bull/i.test(name)) return 'worker';
+      // The worker's own clients, its BullMQ connection and the blocking clients BullMQ's
+      // Workers open (named after the queue: `<prefix>:{jobs}:<base64 of the queue name>`).
+      if (name.startsWith('mcp-worker') || name === 'mcp-bull' || name.startsWith(`${PREFIX}:{jobs}:`)) return 'worker';
       return 'other';
     };
     const count = (lines: Line[]) => {

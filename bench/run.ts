@@ -29,7 +29,7 @@ import { bytesPerTask, roundTrips, type RedisCost, type RoundTrips } from './red
 import { heapSlope, memoryWhilePolled, type HeapSlopeFigure, type PolledFigure } from './memory.js';
 import { createCountdown, sendOnce, tasksGet } from './requests.js';
 import { machine, ratio, table, type Row } from './report.js';
-import { topSelfTime } from './cpu-profile.js';
+import { formatSummary, profileSummary } from './cpu-profile.js';
 import type { Percentiles } from './stats.js';
 
 const argOut = process.argv.indexOf('--out');
@@ -89,7 +89,12 @@ try {
     rows.push({ figure: `Redis bytes per finished task (${cost.resultBytes} B result)`, ours: cost.bytesPerTask, target: `≤ 2048 + ${cost.resultBytes}`, pass: cost.overheadBytes <= 2048 });
     rows.push({ figure: 'Redis commands executed per task (created, run, completed; inside scripts included)', ours: cost.commandsPerTaskTotal });
   }
-  if (trips) rows.push({ figure: 'Redis round trips per task: gateway / worker (+ commands inside scripts)', ours: `${trips.perTask.gateway} / ${trips.perTask.worker} (+${trips.perTask.insideScripts})` }, { figure: 'Redis round trips per tasks/get (+ inside scripts)', ours: `${trips.perPoll.gateway} (+${trips.perPoll.insideScripts})` });
+  if (trips) {
+    rows.push(
+      { figure: 'Redis commands sent per task: gateway / worker (a script call is one; + run inside scripts)', ours: `${trips.perTask.gateway} / ${trips.perTask.worker} (+${trips.perTask.insideScripts})` },
+      { figure: 'Redis commands sent per tasks/get (+ run inside scripts)', ours: `${trips.perPoll.gateway} (+${trips.perPoll.insideScripts})` },
+    );
+  }
   await b.stopWorker();
 
   // --- nobody consumes the queue -----------------------------------------------------------
@@ -175,8 +180,10 @@ if (b.profDir) {
   const profiles = readdirSync(b.profDir).filter((f) => f.endsWith('.cpuprofile')).sort();
   const last = profiles[profiles.length - 1];
   if (last) {
-    console.log(`\nhot gateway, top self time (${join(b.profDir, last)}):`);
-    for (const r of topSelfTime(join(b.profDir, last), 25)) console.log(`${String(r.pct).padStart(5)} %  ${String(r.ms).padStart(6)} ms  ${r.fn}`);
+    const summary = profileSummary(join(b.profDir, last), 30);
+    (out as Record<string, unknown>).cpuProfile = { file: join(b.profDir, last), ...summary };
+    writeFileSync(outPath, `${JSON.stringify(out, null, 2)}\n`);
+    console.log(`\nhot gateway CPU profile (${join(b.profDir, last)}):\n${formatSummary(summary)}`);
   }
 }
 for (const e of errors) console.error(e);
