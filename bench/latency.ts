@@ -115,7 +115,7 @@ export interface CancelFigure {
 
 /** Cancel-to-terminal for `n` running `side_effect` tasks: created on the `sdk` gateway, cancelled on the `hot` one. */
 export async function cancelToTerminal(b: BenchProcesses, n: number): Promise<CancelFigure> {
-  const sub = new Redis(b.redis.url);
+  const sub = new Redis(b.redis.url, { connectionName: 'bench-own' });
   const waiting = new Map<string, (at: number) => void>();
   sub.on('pmessage', (_p: string, channel: string, msg: string) => {
     if (msg === 'cancelled') waiting.get(channel)?.(wallMs());

@@ -51,6 +51,7 @@ export interface BenchProcesses {
   probeUrl: string;
   /** Base URL of the ceiling server (`/get`, `/create`). */
   ceilingUrl: string;
+  ceilingPid: number;
   /** Runs one autocannon measurement in the load process. */
   load(spec: LoadSpec): Promise<LoadResult>;
   /** BullMQ prefix the baseline worker consumes (queue `baseline`). */
@@ -92,7 +93,7 @@ async function settled<T extends readonly unknown[]>(ps: { [K in keyof T]: Promi
 /** Starts every process of the run; on any failure stops what did start and throws. */
 export async function startBench(): Promise<BenchProcesses> {
   const redis = await startRedis();
-  const client = new Redis(redis.url, { maxRetriesPerRequest: 1 });
+  const client = new Redis(redis.url, { maxRetriesPerRequest: 1, connectionName: 'bench-own' });
   const apiKey = `bench-${randomBytes(16).toString('hex')}`;
   const sideEffectDir = mkdtempSync(join(tmpdir(), 'mcp-bench-'));
   const env: Record<string, string> = {
@@ -166,6 +167,7 @@ export async function startBench(): Promise<BenchProcesses> {
       worker,
       probeUrl: `http://127.0.0.1:${probePort}/mem`,
       ceilingUrl: `http://127.0.0.1:${ceiling.first.ready}`,
+      ceilingPid: ceiling.child.proc.pid!,
       load(spec) {
         const id = nextId++;
         return new Promise((resolve, reject) => {

@@ -14,6 +14,7 @@ import { sleep } from '../test/support/cluster.js';
 import { callTool, getTask } from '../test/support/mcp.js';
 import { PREFIX, type BenchProcesses } from './processes.js';
 import { round } from './stats.js';
+import { cpuSeconds } from './throughput.js';
 
 /** Calls per command from `INFO commandstats`. */
 async function commandstats(r: Redis): Promise<Record<string, number>> {
@@ -49,12 +50,14 @@ export interface RedisCost {
   /** Commands executed per task (inside scripts included), by command, background removed. */
   commandsPerTask: Record<string, number>;
   commandsPerTaskTotal: number;
+  /** redis-server CPU time over the batch per task (µs): create, run, complete, no polls. */
+  redisUsPerTask?: number;
 }
 
 /** Runs `n` `big_result(resultBytes)` tasks, `concurrency` at a time, to completion; measures what they left in Redis. */
 export async function bytesPerTask(b: BenchProcesses, n: number, concurrency: number, resultBytes = 1024): Promise<RedisCost> {
   const r = b.client;
-  const sub = new Redis(b.redis.url);
+  const sub = new Redis(b.redis.url, { connectionName: 'bench-own' });
   const done = new Set<string>();
   let onDone = () => undefined as void;
   sub.on('pmessage', (_p: string, channel: string, msg: string) => {
@@ -74,6 +77,7 @@ export async function bytesPerTask(b: BenchProcesses, n: number, concurrency: nu
 
     const mem0 = await usedMemory(r);
     const cs0 = await commandstats(r);
+    const cpu0 = cpuSeconds(b.redis.proc.pid!);
     const t0 = Date.now();
     const ids: string[] = [];
     let next = 0;
@@ -98,6 +102,7 @@ export async function bytesPerTask(b: BenchProcesses, n: number, concurrency: nu
       onDone();
     });
     const elapsedS = (Date.now() - t0) / 1000;
+    const cpu1 = cpuSeconds(b.redis.proc.pid!);
     await sleep(300);
     const cs1 = await commandstats(r);
     const mem1 = await usedMemory(r);
@@ -142,6 +147,7 @@ export async function bytesPerTask(b: BenchProcesses, n: number, concurrency: nu
       encodings,
       commandsPerTask: Object.fromEntries(Object.entries(perTask).sort((a, b2) => b2[1] - a[1])),
       commandsPerTaskTotal: round(Object.values(perTask).reduce((a, x) => a + x, 0), 1),
+      ...(cpu0 !== undefined && cpu1 !== undefined ? { redisUsPerTask: Math.round(((cpu1 - cpu0) / n) * 1e6) } : {}),
     };
   } finally {
     sub.disconnect();
@@ -149,7 +155,11 @@ export async function bytesPerTask(b: BenchProcesses, n: number, concurrency: nu
 }
 
 export interface RoundTrips {
-  /** Per task (created, run, completed) or per poll: client round trips by process, and commands run inside scripts. */
+  /**
+   * Per task (created, run, completed; then dropped from the reconciler's index about
+   * RECONCILE_AFTER_MS later, which this window waits for) or per poll: commands sent by each
+   * process (a script call is one), and commands run inside scripts.
+   */
   perTask: { gateway: number; worker: number; other: number; insideScripts: number };
   perPoll: { gateway: number; insideScripts: number };
   /** Round trips per task by command (gateway and worker). */
@@ -189,7 +199,7 @@ export async function roundTrips(b: BenchProcesses, n: number): Promise<RoundTri
     }
     return lines;
   };
-  const sub = new Redis(b.redis.url);
+  const sub = new Redis(b.redis.url, { connectionName: 'bench-own' });
   const waiting = new Map<string, () => void>();
   sub.on('pmessage', (_p: string, channel: string, msg: string) => {
     if (msg === 'completed') waiting.get(channel.slice(`${PREFIX}:task:`.length))?.();
@@ -207,6 +217,14 @@ export async function roundTrips(b: BenchProcesses, n: number): Promise<RoundTri
           setTimeout(resolve, 5000);
         });
       }
+      // The reconciler drops each finished task from its index once it is due (after
+      // RECONCILE_AFTER_MS, default 10 s): part of what a task costs, so wait for it.
+      const reconcileKey = `${PREFIX}:tasks:reconcile`;
+      for (let k = 0; k < 60; k++) {
+        const scores = (await r.call('ZMSCORE', reconcileKey, ...ids)) as (string | null)[];
+        if (scores.every((x) => x === null)) break;
+        await sleep(500);
+      }
     });
     const polls = await record(async () => {
       for (const id of ids) await getTask(b.hot.url!, id, { token: b.apiKey });
@@ -221,12 +239,14 @@ export async function roundTrips(b: BenchProcesses, n: number): Promise<RoundTri
       if (name.startsWith('mcp-worker') || name === 'mcp-bull' || name.startsWith(`${PREFIX}:{jobs}:`)) return 'worker';
       return 'other';
     };
+    const own = new Set([...who.entries()].filter(([, name]) => name === 'bench-own').map(([addr]) => addr));
     const count = (lines: Line[]) => {
       const c = { gateway: 0, worker: 0, other: 0, insideScripts: 0 };
       const byCommand: Record<string, number> = {};
       const byConnection: Record<string, number> = {};
       for (const l of lines) {
-        if (l.cmd === 'psubscribe') continue; // ours
+        // Ours, and the gateways' health pings (once a second whatever the load, not per task).
+        if (l.cmd === 'psubscribe' || l.cmd === 'ping' || own.has(l.source)) continue;
         const k = classify(l);
         c[k as keyof typeof c]++;
         if (k === 'gateway' || k === 'worker') byCommand[`${k}: ${l.cmd}`] = (byCommand[`${k}: ${l.cmd}`] ?? 0) + 1;

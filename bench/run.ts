@@ -4,8 +4,8 @@
  * measures every figure side by side with its ceiling in the same run, and prints a table
  * (figure | ours | ceiling | ratio | target | pass) and writes it as JSON.
  *
- * Order: with the worker running — dispatch, cancel-to-terminal, progress relay, round trips
- * per task, Redis bytes per finished task; then the worker is stopped (nobody consumes the
+ * Order: with the worker running — commands per task (first, while Redis holds almost nothing
+ * else), dispatch, cancel-to-terminal, progress relay, Redis bytes per finished task; then the worker is stopped (nobody consumes the
  * queue) — tasks/get (ours, ceiling, SDK path), creation (ours, ceiling), RSS and heap while
  * 10,000 tasks are polled, case N-13.
  *
@@ -74,6 +74,8 @@ try {
   }
 
   // --- with the worker running -------------------------------------------------------------
+  // First, while Redis holds almost nothing else: what one task costs, command by command.
+  const trips = await group<RoundTrips>('redis', () => roundTrips(b, 20), 'roundTrips');
   const disp = await group<DispatchFigure>('dispatch', () => dispatch(b, ROUNDS, 50));
   if (disp) {
     rows.push({ figure: 'dispatch: handle → tool running, p50 (ms)', ours: disp.ours.p50, ceiling: disp.bullmq.p50, ratio: ratio(disp.ours.p50, disp.bullmq.p50), target: '≤ 2× BullMQ add→process', pass: disp.ours.p50 <= 2 * disp.bullmq.p50 });
@@ -83,15 +85,15 @@ try {
   if (cancel) rows.push({ figure: 'cancel-to-terminal p50 / p99 (ms), job and cancel on different processes', ours: pct(cancel.toTerminal), target: 'p99 ≤ 250 ms', pass: cancel.toTerminal.p99 <= 250 });
   const progress = await group<Percentiles>('progress', () => progressRelay(b, 20, 20, 0.25));
   if (progress) rows.push({ figure: 'progress relay tool → client p50 / p99 (ms)', ours: pct(progress), target: 'p99 ≤ 50 ms', pass: progress.p99 <= 50 });
-  const trips = await group<RoundTrips>('redis', () => roundTrips(b, 20), 'roundTrips');
   const cost = await group<RedisCost>('redis', () => bytesPerTask(b, 1000, 20), 'bytesPerTask');
   if (cost) {
     rows.push({ figure: `Redis bytes per finished task (${cost.resultBytes} B result)`, ours: cost.bytesPerTask, target: `≤ 2048 + ${cost.resultBytes}`, pass: cost.overheadBytes <= 2048 });
     rows.push({ figure: 'Redis commands executed per task (created, run, completed; inside scripts included)', ours: cost.commandsPerTaskTotal });
+    if (cost.redisUsPerTask !== undefined) rows.push({ figure: 'Redis CPU per task: created, run, completed (µs)', ours: cost.redisUsPerTask });
   }
   if (trips) {
     rows.push(
-      { figure: 'Redis commands sent per task: gateway / worker (a script call is one; + run inside scripts)', ours: `${trips.perTask.gateway} / ${trips.perTask.worker} (+${trips.perTask.insideScripts})` },
+      { figure: 'Redis commands sent per task, reconciler included: gateway / worker (a script call is one; + run inside scripts)', ours: `${trips.perTask.gateway} / ${trips.perTask.worker} (+${trips.perTask.insideScripts})` },
       { figure: 'Redis commands sent per tasks/get (+ run inside scripts)', ours: `${trips.perPoll.gateway} (+${trips.perPoll.insideScripts})` },
     );
   }
@@ -112,7 +114,7 @@ try {
     return alternate(
       b,
       [
-        { label: 'ceiling', url: `${b.ceilingUrl}/get`, request: req, pid: undefined },
+        { label: 'ceiling', url: `${b.ceilingUrl}/get`, request: req, pid: b.ceilingPid },
         { label: 'hot', url: hot, request: req, pid: b.hot.proc.pid },
         { label: 'sdk', url: b.sdk.url!, request: req, pid: b.sdk.proc.pid },
       ],
@@ -127,7 +129,8 @@ try {
     rows.push({ figure: 'tasks/get p50 (ms)', ours: h.p50, ceiling: c.p50, ratio: ratio(h.p50, c.p50) });
     rows.push({ figure: `tasks/get through the SDK path (HOT_PATH=false) (req/s)${bad(s)}`, ours: s.rps, ceiling: c.rps, ratio: ratio(s.rps, c.rps) });
     rows.push({ figure: 'tasks/get SDK path p50 / p99 (ms)', ours: `${s.p50} / ${s.p99}`, ceiling: `${c.p50} / ${c.p99}` });
-    if (h.perCpuSecond) rows.push({ figure: 'tasks/get per gateway CPU-second (hot path / SDK path)', ours: `${h.perCpuSecond} / ${s.perCpuSecond ?? '?'}` });
+    if (h.perCpuSecond) rows.push({ figure: 'tasks/get per CPU-second of the serving process (SDK path in brackets)', ours: `${h.perCpuSecond} (${s.perCpuSecond ?? '?'})`, ceiling: c.perCpuSecond, ratio: c.perCpuSecond ? ratio(h.perCpuSecond, c.perCpuSecond) : undefined });
+    if (h.redisUsPerRequest !== undefined) rows.push({ figure: 'Redis CPU per tasks/get (µs)', ours: h.redisUsPerRequest, ceiling: c.redisUsPerRequest });
   }
   const create = await group<Record<string, Summary>>('create', async () => {
     const req = createCountdown(b.apiKey);
@@ -138,7 +141,7 @@ try {
     return alternate(
       b,
       [
-        { label: 'ceiling', url: `${b.ceilingUrl}/create`, request: req },
+        { label: 'ceiling', url: `${b.ceilingUrl}/create`, request: req, pid: b.ceilingPid },
         { label: 'hot', url: hot, request: req, pid: b.hot.proc.pid },
       ],
       { connections: 20, durationS: ROUND_S, rounds: ROUNDS },
@@ -149,6 +152,8 @@ try {
     const bad = h.failed + c.failed ? ` (${h.failed + c.failed} failed requests)` : '';
     rows.push({ figure: `task creation (tools/call → handle), 20 connections (req/s)${bad}`, ours: h.rps, ceiling: c.rps, ratio: ratio(h.rps, c.rps), target: '≥ 0.50', pass: !h.failed && !c.failed && h.rps >= 0.5 * c.rps });
     rows.push({ figure: 'task creation p50 / p99 (ms)', ours: `${h.p50} / ${h.p99}`, ceiling: `${c.p50} / ${c.p99}`, ratio: ratio(h.p50, c.p50) });
+    if (h.perCpuSecond) rows.push({ figure: 'task creations per CPU-second of the serving process', ours: h.perCpuSecond, ceiling: c.perCpuSecond, ratio: c.perCpuSecond ? ratio(h.perCpuSecond, c.perCpuSecond) : undefined });
+    if (h.redisUsPerRequest !== undefined) rows.push({ figure: 'Redis CPU per task creation (µs)', ours: h.redisUsPerRequest, ceiling: c.redisUsPerRequest });
   }
   const polled = await group<PolledFigure>('memory', async () => {
     const ids = await taskIds(b, 10_000);

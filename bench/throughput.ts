@@ -31,6 +31,9 @@ export function cpuSeconds(pid: number): number | undefined {
   }
 }
 
+/** One round: the load generator's figures, and CPU seconds the server and Redis used meanwhile. */
+export type Round = LoadResult & { cpuS?: number; redisCpuS?: number };
+
 export interface Summary {
   rps: number;
   p50: number;
@@ -39,22 +42,28 @@ export interface Summary {
   failed: number;
   /** Median over the rounds of requests answered per CPU-second of the serving process. */
   perCpuSecond?: number;
-  rounds: (LoadResult & { cpuS?: number })[];
+  /** Median over the rounds of Redis CPU time per request (µs; redis-server's own CPU). */
+  redisUsPerRequest?: number;
+  rounds: Round[];
 }
 
 export async function alternate(b: BenchProcesses, targets: Target[], o: { connections: number; durationS: number; rounds: number }): Promise<Record<string, Summary>> {
+  const redisPid = b.redis.proc.pid!;
   const spec = (t: Target, durationS: number) => ({ url: t.url, connections: o.connections, duration: durationS, requests: [t.request] });
   for (const t of targets) await b.load(spec(t, 1));
-  const rounds: Record<string, (LoadResult & { cpuS?: number })[]> = Object.fromEntries(targets.map((t) => [t.label, []]));
+  const rounds: Record<string, Round[]> = Object.fromEntries(targets.map((t) => [t.label, []]));
   for (let r = 0; r < o.rounds; r++) {
     for (let k = 0; k < targets.length; k++) {
       const t = targets[(r + k) % targets.length]!;
       const cpu0 = t.pid ? cpuSeconds(t.pid) : undefined;
-      const res: LoadResult & { cpuS?: number } = await b.load(spec(t, o.durationS));
+      const redis0 = cpuSeconds(redisPid);
+      const res: Round = await b.load(spec(t, o.durationS));
       const cpu1 = t.pid ? cpuSeconds(t.pid) : undefined;
+      const redis1 = cpuSeconds(redisPid);
       if (cpu0 !== undefined && cpu1 !== undefined) res.cpuS = Math.round((cpu1 - cpu0) * 100) / 100;
+      if (redis0 !== undefined && redis1 !== undefined) res.redisCpuS = Math.round((redis1 - redis0) * 100) / 100;
       rounds[t.label]!.push(res);
-      console.error(`  round ${r + 1} ${t.label}: ${res.rps} req/s, p50 ${res.p50} ms, p99 ${res.p99} ms${res.errors + res.non2xx + res.mismatches ? `, ${res.errors} errors, ${res.non2xx} non-2xx, ${res.mismatches} bad bodies` : ''}`);
+      console.error(`  round ${r + 1} ${t.label}: ${res.rps} req/s, p50 ${res.p50} ms, p99 ${res.p99} ms${res.cpuS ? `, ${res.cpuS} CPU-s` : ''}${res.errors + res.non2xx + res.mismatches ? `, ${res.errors} errors, ${res.non2xx} non-2xx, ${res.mismatches} bad bodies` : ''}`);
     }
   }
   return Object.fromEntries(
@@ -66,6 +75,7 @@ export async function alternate(b: BenchProcesses, targets: Target[], o: { conne
         p99: median(rs.map((x) => x.p99)),
         failed: rs.reduce((a, x) => a + x.errors + x.non2xx + x.mismatches, 0),
         ...(rs.every((x) => x.cpuS) ? { perCpuSecond: Math.round(median(rs.map((x) => x.total / x.cpuS!))) } : {}),
+        ...(rs.every((x) => x.redisCpuS !== undefined) ? { redisUsPerRequest: Math.round(median(rs.map((x) => (x.redisCpuS! / x.total) * 1e6))) } : {}),
         rounds: rs,
       },
     ]),
