@@ -47,6 +47,11 @@ export interface Summary {
   rounds: Round[];
 }
 
+/**
+ * Runs every target `o.rounds` times for `o.durationS` at `o.connections`, rotating the order
+ * each round, and summarizes each by the median round. Throws only if the load process fails;
+ * failed requests are counted in `failed`.
+ */
 export async function alternate(b: BenchProcesses, targets: Target[], o: { connections: number; durationS: number; rounds: number }): Promise<Record<string, Summary>> {
   const redisPid = b.redis.proc.pid!;
   const spec = (t: Target, durationS: number) => ({ url: t.url, connections: o.connections, duration: durationS, requests: [t.request] });
