@@ -1,8 +1,8 @@
 /**
  * Throughput figures, side by side with their ceiling in the same run (issue 8 §5): each
- * target gets a 1 s warm-up, then `rounds` rounds in which every target runs once for
- * `durationS`, in a rotating order (round r starts with target r), so a slow patch of a shared
- * machine hits all of them alike. Per target the median over the rounds of requests/s, p50 and
+ * target gets a 2 s warm-up (JIT: a cold gateway's first round is its slowest), then `rounds`
+ * rounds in which every target runs once for `durationS`, in a rotating order (round r starts
+ * with target r), so a slow patch of a shared machine hits all of them alike. Per target the median over the rounds of requests/s, p50 and
  * p99 (each taken on its own). With a `pid`, also the target's CPU time during each round
  * (/proc/<pid>/stat, utime + stime): requests per CPU-second is what one core of it serves.
  */
@@ -55,7 +55,7 @@ export interface Summary {
 export async function alternate(b: BenchProcesses, targets: Target[], o: { connections: number; durationS: number; rounds: number }): Promise<Record<string, Summary>> {
   const redisPid = b.redis.proc.pid!;
   const spec = (t: Target, durationS: number) => ({ url: t.url, connections: o.connections, duration: durationS, requests: [t.request] });
-  for (const t of targets) await b.load(spec(t, 1));
+  for (const t of targets) await b.load(spec(t, 2));
   const rounds: Record<string, Round[]> = Object.fromEntries(targets.map((t) => [t.label, []]));
   for (let r = 0; r < o.rounds; r++) {
     for (let k = 0; k < targets.length; k++) {
