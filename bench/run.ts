@@ -1,127 +1,214 @@
 /**
- * `npm run bench`: latency figures of the task service, measured on real processes
- * (1 gateway + 1 worker by default; BENCH_GATEWAYS / BENCH_WORKERS to change) against the
- * Redis at TEST_REDIS_URL (default redis://127.0.0.1:6379, own key prefix).
+ * `npm run bench` (issue 8 §5, §6): one command that starts a throwaway Redis, real gateway and
+ * worker processes (compiled JavaScript) and the helper processes (bench/processes.ts), then
+ * measures every figure side by side with its ceiling in the same run, and prints a table
+ * (figure | ours | ceiling | ratio | target | pass) and writes it as JSON.
  *
- *  1. tools/call → CreateTaskResult (handle), 100 sequential calls (issue 2 target: p99 ≤ 2 s, case B-09a)
- *  2. tasks/cancel → task `cancelled` for a running countdown, 30 tasks, measured from just
- *     before the cancel request is sent to the Lua transition's PUBLISH of `cancelled`
- *  3. tasks/get latency, 1000 sequential polls
- *  4. progress latency of a synchronous call: from the tool's `ctx.progress` (on the worker
- *     process) to the client reading the `notifications/progress` event off the gateway's SSE
- *     response; 1,000 events (10 concurrent `progress_sync(100 steps, 250 ms)` calls)
- *  5. client disconnect → the tool's AbortSignal fires on the worker (C-01), 30 calls of
- *     `side_effect` closed 300 ms after the tool started
- * Prints one JSON line per figure (ms). Both processes run on this machine, so their clocks
- * (Date.now) are the same clock.
+ * Order: with the worker running — commands per task (first, while Redis holds almost nothing
+ * else), dispatch, cancel-to-terminal, progress relay, Redis bytes per finished task; then the worker is stopped (nobody consumes the
+ * queue) — tasks/get (ours, ceiling, SDK path), creation (ours, ceiling), RSS and heap while
+ * 10,000 tasks are polled, case N-13.
+ *
+ * Options (environment):
+ *   BENCH_OUT      where the JSON goes (default bench/results/latest.json; also `--out <path>`)
+ *   BENCH_ROUNDS   rounds per throughput figure (default 3; the median is reported)
+ *   BENCH_ROUND_S  seconds per round (default 5)
+ *   BENCH_ONLY     comma list of groups to run: dispatch,cancel,progress,redis,get,create,memory,n13
+ *   BENCH_CPU_PROF 1 = the hot gateway runs with --cpu-prof; its top self-time functions are
+ *                  printed at the end (with BENCH_ONLY=get: a profile of the tasks/get load)
+ * Exit code 1 only when a figure could not be measured; a missed target is a FAIL row.
  */
-import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { Redis } from 'ioredis';
-import { startCluster, sleep, waitFor } from '../test/support/cluster.js';
-import { callTool, cancelTask, getTask, roundRobin } from '../test/support/mcp.js';
-import { sseCall } from '../test/support/sse.js';
+import { mkdirSync, readdirSync, writeFileSync } from 'node:fs';
+import { dirname, join, resolve } from 'node:path';
+import { ROOT } from '../scripts/build.mjs';
+import { callTool } from '../test/support/mcp.js';
+import { startBench, PREFIX, type BenchProcesses } from './processes.js';
+import { alternate, type Summary } from './throughput.js';
+import { cancelToTerminal, dispatch, progressRelay, type CancelFigure, type DispatchFigure } from './latency.js';
+import { bytesPerTask, roundTrips, type RedisCost, type RoundTrips } from './redis-cost.js';
+import { heapSlope, memoryWhilePolled, type HeapSlopeFigure, type PolledFigure } from './memory.js';
+import { createCountdown, sendOnce, tasksGet } from './requests.js';
+import { machine, ratio, table, type Row } from './report.js';
+import { formatSummary, profileSummary } from './cpu-profile.js';
+import type { Percentiles } from './stats.js';
 
-const stats = (xs: number[]) => {
-  const s = [...xs].sort((a, b) => a - b);
-  const q = (p: number) => s[Math.min(s.length - 1, Math.floor(p * s.length))]!;
-  const r = (v: number) => Math.round(v * 100) / 100;
-  return { n: s.length, min: r(s[0]!), median: r(q(0.5)), p90: r(q(0.9)), p99: r(q(0.99)), max: r(s[s.length - 1]!) };
-};
+const argOut = process.argv.indexOf('--out');
+const outPath = resolve(argOut > 0 ? process.argv[argOut + 1]! : (process.env.BENCH_OUT ?? join(ROOT, 'bench', 'results', 'latest.json')));
+const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
+const ROUND_S = Number(process.env.BENCH_ROUND_S ?? 5);
+const only = process.env.BENCH_ONLY ? new Set(process.env.BENCH_ONLY.split(',').map((s) => s.trim())) : undefined;
+const wants = (g: string) => !only || only.has(g);
 
-const sideEffectDir = mkdtempSync(join(tmpdir(), 'mcp-bench-'));
-const c = await startCluster({
-  gateways: Number(process.env.BENCH_GATEWAYS ?? 1),
-  workers: Number(process.env.BENCH_WORKERS ?? 1),
-  env: { TASK_POLL_INTERVAL_MS: '2000', TESTING_SIDE_EFFECT_DIR: sideEffectDir },
-});
+const startedAt = new Date();
+const t0 = Date.now();
+const host = machine();
+const log = (msg: string) => console.error(`[bench ${((Date.now() - t0) / 1000).toFixed(1)} s] ${msg}`);
+const rows: Row[] = [];
+const raw: Record<string, unknown> = {};
+const errors: string[] = [];
+
+/** Runs one group; a crash becomes a FAIL row instead of ending the run. */
+async function group<T>(name: string, fn: () => Promise<T>, key = name): Promise<T | undefined> {
+  if (!wants(name)) return undefined;
+  log(key);
+  try {
+    const r = await fn();
+    raw[key] = r;
+    return r;
+  } catch (e) {
+    errors.push(`${name}: ${(e as Error).stack ?? e}`);
+    rows.push({ figure: `${name}: not measured (${(e as Error).message.slice(0, 120)})`, ours: '—', pass: false });
+    return undefined;
+  }
+}
+
+const pct = (p: Percentiles) => `${p.p50} / ${p.p99}`;
+
+log(`starting Redis, gateways (hot path, SDK path), worker, ceiling, BullMQ baseline, load generator on ${host.cores} cores`);
+const b: BenchProcesses = await startBench();
 try {
-  const next = roundRobin(c.urls);
-  // warm-up
-  for (let i = 0; i < 10; i++) await callTool(next(), 'add', { a: 1, b: i }, { tasks: false });
-
-  const handle: number[] = [];
-  const ids: string[] = [];
-  for (let i = 0; i < 100; i++) {
-    const t0 = performance.now();
-    const r = await callTool(next(), 'countdown', { seconds: 1 });
-    handle.push(performance.now() - t0);
-    if (r.body.result?.resultType !== 'task') throw new Error(`no handle: ${JSON.stringify(r.body)}`);
-    ids.push(r.body.result.taskId);
+  const hot = b.hot.url!;
+  for (let i = 0; i < 20; i++) {
+    await callTool(hot, 'add', { a: 1, b: i }, { token: b.apiKey });
+    await callTool(b.sdk.url!, 'add', { a: 1, b: i }, { token: b.apiKey });
   }
-  console.log(JSON.stringify({ figure: 'tools/call → CreateTaskResult (ms)', ...stats(handle) }));
 
-  const get: number[] = [];
-  for (let i = 0; i < 1000; i++) {
-    const t0 = performance.now();
-    await getTask(next(), ids[i % ids.length]!);
-    get.push(performance.now() - t0);
+  // --- with the worker running -------------------------------------------------------------
+  // First, while Redis holds almost nothing else: what one task costs, command by command.
+  const trips = await group<RoundTrips>('redis', () => roundTrips(b, 20), 'roundTrips');
+  const disp = await group<DispatchFigure>('dispatch', () => dispatch(b, ROUNDS, 50));
+  if (disp) {
+    rows.push({ figure: 'dispatch: handle → tool running, p50 (ms)', ours: disp.ours.p50, ceiling: disp.bullmq.p50, ratio: ratio(disp.ours.p50, disp.bullmq.p50), target: '≤ 2× BullMQ add→process', pass: disp.ours.p50 <= 2 * disp.bullmq.p50 });
+    rows.push({ figure: 'dispatch p99 (ms)', ours: disp.ours.p99, ceiling: disp.bullmq.p99, ratio: ratio(disp.ours.p99, disp.bullmq.p99) });
   }
-  console.log(JSON.stringify({ figure: 'tasks/get (ms)', ...stats(get) }));
+  const cancel = await group<CancelFigure>('cancel', () => cancelToTerminal(b, 40));
+  if (cancel) rows.push({ figure: 'cancel-to-terminal p50 / p99 (ms), job and cancel on different processes', ours: pct(cancel.toTerminal), target: 'p99 ≤ 250 ms', pass: cancel.toTerminal.p99 <= 250 });
+  const progress = await group<Percentiles>('progress', () => progressRelay(b, 20, 20, 0.25));
+  if (progress) rows.push({ figure: 'progress relay tool → client p50 / p99 (ms)', ours: pct(progress), target: 'p99 ≤ 50 ms', pass: progress.p99 <= 50 });
+  const cost = await group<RedisCost>('redis', () => bytesPerTask(b, 1000, 20), 'bytesPerTask');
+  if (cost) {
+    rows.push({ figure: `Redis bytes per finished task (${cost.resultBytes} B result)`, ours: cost.bytesPerTask, target: `≤ 2048 + ${cost.resultBytes}`, pass: cost.overheadBytes <= 2048 });
+    rows.push({ figure: 'Redis commands executed per task (created, run, completed; inside scripts included)', ours: cost.commandsPerTaskTotal });
+    if (cost.redisUsPerTask !== undefined) rows.push({ figure: 'Redis CPU per task: created, run, completed (µs)', ours: cost.redisUsPerTask });
+  }
+  if (trips) {
+    rows.push(
+      { figure: 'Redis commands sent per task, reconciler included: gateway / worker (a script call is one; + run inside scripts)', ours: `${trips.perTask.gateway} / ${trips.perTask.worker} (+${trips.perTask.insideScripts})` },
+      { figure: 'Redis commands sent per tasks/get (+ run inside scripts)', ours: `${trips.perPoll.gateway} (+${trips.perPoll.insideScripts})` },
+    );
+  }
+  await b.stopWorker();
 
-  const sub = new Redis(c.redisUrl);
-  const cancel: number[] = [];
-  for (let i = 0; i < 30; i++) {
-    const r = await callTool(next(), 'countdown', { seconds: 10 });
-    const taskId = r.body.result!.taskId as string;
-    // Wait until a worker runs it (first progress), so the cancel hits a running job.
-    for (let k = 0; k < 200; k++) {
-      const g = await getTask(next(), taskId);
-      if (g.body.result?.statusMessage?.startsWith('1/')) break;
-      await sleep(20);
+  // --- nobody consumes the queue -----------------------------------------------------------
+  const made = await callTool(hot, 'countdown', { seconds: 1 }, { token: b.apiKey });
+  const pollId = made.body.result!.taskId as string;
+  const get = await group<Record<string, Summary>>('get', async () => {
+    const req = tasksGet(b.apiKey, pollId);
+    const check = async (url: string, what: string) => {
+      const body = await sendOnce(url, req);
+      if (body.result?.status !== 'working') throw new Error(`${what}: unexpected tasks/get answer ${JSON.stringify(body).slice(0, 300)}`);
+    };
+    await check(hot, 'hot path');
+    await check(b.sdk.url!, 'SDK path');
+    await check(`${b.ceilingUrl}/get`, 'ceiling');
+    return alternate(
+      b,
+      [
+        { label: 'ceiling', url: `${b.ceilingUrl}/get`, request: req, pid: b.ceilingPid },
+        { label: 'hot', url: hot, request: req, pid: b.hot.proc.pid },
+        { label: 'sdk', url: b.sdk.url!, request: req, pid: b.sdk.proc.pid },
+      ],
+      { connections: 50, durationS: ROUND_S, rounds: ROUNDS },
+    );
+  });
+  if (get) {
+    const { ceiling: c, hot: h, sdk: s } = get as { ceiling: Summary; hot: Summary; sdk: Summary };
+    const bad = (x: Summary) => (x.failed ? ` (${x.failed} failed requests)` : '');
+    rows.push({ figure: `tasks/get throughput, 50 connections, API key (req/s)${bad(h)}${bad(c)}`, ours: h.rps, ceiling: c.rps, ratio: ratio(h.rps, c.rps), target: '≥ 0.75', pass: !h.failed && !c.failed && h.rps >= 0.75 * c.rps });
+    rows.push({ figure: 'tasks/get p99 (ms)', ours: h.p99, ceiling: c.p99, ratio: ratio(h.p99, c.p99), target: '≤ 2× ceiling', pass: h.p99 <= 2 * c.p99 });
+    rows.push({ figure: 'tasks/get p50 (ms)', ours: h.p50, ceiling: c.p50, ratio: ratio(h.p50, c.p50) });
+    rows.push({ figure: `tasks/get through the SDK path (HOT_PATH=false) (req/s)${bad(s)}`, ours: s.rps, ceiling: c.rps, ratio: ratio(s.rps, c.rps) });
+    rows.push({ figure: 'tasks/get SDK path p50 / p99 (ms)', ours: `${s.p50} / ${s.p99}`, ceiling: `${c.p50} / ${c.p99}` });
+    if (h.perCpuSecond) rows.push({ figure: 'tasks/get per CPU-second of the serving process (SDK path in brackets)', ours: `${h.perCpuSecond} (${s.perCpuSecond ?? '?'})`, ceiling: c.perCpuSecond, ratio: c.perCpuSecond ? ratio(h.perCpuSecond, c.perCpuSecond) : undefined });
+    if (h.redisUsPerRequest !== undefined) rows.push({ figure: 'Redis CPU per tasks/get (µs)', ours: h.redisUsPerRequest, ceiling: c.redisUsPerRequest });
+  }
+  const create = await group<Record<string, Summary>>('create', async () => {
+    const req = createCountdown(b.apiKey);
+    for (const [url, what] of [[hot, 'gateway'], [`${b.ceilingUrl}/create`, 'ceiling']] as const) {
+      const body = await sendOnce(url, req);
+      if (body.result?.resultType !== 'task') throw new Error(`${what}: no task handle: ${JSON.stringify(body).slice(0, 300)}`);
     }
-    const channel = `${c.prefix}:task:${taskId}`;
-    await sub.subscribe(channel);
-    const cancelled = new Promise<number>((resolve) => {
-      const on = (ch: string, msg: string) => {
-        if (ch === channel && msg === 'cancelled') {
-          sub.off('message', on);
-          resolve(performance.now());
-        }
-      };
-      sub.on('message', on);
+    return alternate(
+      b,
+      [
+        { label: 'ceiling', url: `${b.ceilingUrl}/create`, request: req, pid: b.ceilingPid },
+        { label: 'hot', url: hot, request: req, pid: b.hot.proc.pid },
+      ],
+      { connections: 20, durationS: ROUND_S, rounds: ROUNDS },
+    );
+  });
+  if (create) {
+    const { ceiling: c, hot: h } = create as { ceiling: Summary; hot: Summary };
+    const bad = h.failed + c.failed ? ` (${h.failed + c.failed} failed requests)` : '';
+    rows.push({ figure: `task creation (tools/call → handle), 20 connections (req/s)${bad}`, ours: h.rps, ceiling: c.rps, ratio: ratio(h.rps, c.rps), target: '≥ 0.50', pass: !h.failed && !c.failed && h.rps >= 0.5 * c.rps });
+    rows.push({ figure: 'task creation p50 / p99 (ms)', ours: `${h.p50} / ${h.p99}`, ceiling: `${c.p50} / ${c.p99}`, ratio: ratio(h.p50, c.p50) });
+    if (h.perCpuSecond) rows.push({ figure: 'task creations per CPU-second of the serving process', ours: h.perCpuSecond, ceiling: c.perCpuSecond, ratio: c.perCpuSecond ? ratio(h.perCpuSecond, c.perCpuSecond) : undefined });
+    if (h.redisUsPerRequest !== undefined) rows.push({ figure: 'Redis CPU per task creation (µs)', ours: h.redisUsPerRequest, ceiling: c.redisUsPerRequest });
+  }
+  const polled = await group<PolledFigure>('memory', async () => {
+    const ids = await taskIds(b, 10_000);
+    return memoryWhilePolled(b, ids, 1);
+  });
+  if (polled) {
+    rows.push({ figure: `gateway RSS / heapUsed while ${polled.tasks} tasks are polled (MB, max)${polled.load.errors + polled.load.non2xx + polled.load.mismatches ? ' (failed requests)' : ''}`, ours: `${polled.rssMax} / ${polled.heapUsedMax}` });
+  }
+  const n13 = await group<HeapSlopeFigure>('n13', () => heapSlope(b, pollId, 10, 5000));
+  if (n13) {
+    rows.push({
+      figure: `N-13: heapUsed slope over ${n13.requests} mixed requests, GC every 5,000 (B/request; growth)${n13.failed ? ` (${n13.failed} failed)` : ''}`,
+      ours: `${n13.bytesPerRequest} (${n13.growthMb} MB)`,
+      target: 'flat: < 1 MB growth',
+      pass: !n13.failed && n13.growthMb < 1,
     });
-    const t0 = performance.now();
-    await cancelTask(next(), taskId);
-    cancel.push((await cancelled) - t0);
-    await sub.unsubscribe(channel);
-    const g = await getTask(next(), taskId);
-    if (g.body.result?.status !== 'cancelled') throw new Error(`not cancelled: ${JSON.stringify(g.body)}`);
   }
-  sub.disconnect();
-  console.log(JSON.stringify({ figure: 'tasks/cancel → cancelled, running task (ms)', ...stats(cancel) }));
-
-  // 4. Progress latency, worker ctx.progress → client (the message carries the emission time).
-  const progressLatency: number[] = [];
-  const calls = Array.from({ length: 10 }, (_, i) =>
-    sseCall(next(), 'tools/call', { name: 'progress_sync', arguments: { steps: 100, intervalSeconds: 0.25, stamp: true } }, { tasks: false, meta: { progressToken: `bench-${i}` } }),
-  );
-  await Promise.all(calls.map((k) => k.done));
-  for (const k of calls) {
-    if (!k.final()?.result) throw new Error(`progress_sync failed: ${k.raw().slice(0, 300)}`);
-    for (const p of k.progress()) {
-      const m = /@(\d+)$/.exec(String(p.message));
-      if (m) progressLatency.push(p.at - Number(m[1]));
-    }
-  }
-  if (progressLatency.length !== 1000) throw new Error(`expected 1000 progress events, got ${progressLatency.length}`);
-  console.log(JSON.stringify({ figure: 'progress: ctx.progress on the worker → event read by the client (ms)', ...stats(progressLatency) }));
-
-  // 5. Disconnect → AbortSignal on the worker.
-  const abortLatency: number[] = [];
-  for (let i = 0; i < 30; i++) {
-    const marker = `bench-${i}`;
-    const k = sseCall(next(), 'tools/call', { name: 'side_effect', arguments: { marker, delaySeconds: 30 } }, { tasks: false });
-    await waitFor(() => existsSync(join(sideEffectDir, `${marker}.started`)), 10_000, 5, 'tool start');
-    await sleep(300);
-    const closedAt = Date.now();
-    k.close();
-    const abortedAt = await waitFor(() => existsSync(join(sideEffectDir, `${marker}.aborted`)) && Number(readFileSync(join(sideEffectDir, `${marker}.aborted`), 'utf8')), 10_000, 5, 'abort');
-    abortLatency.push(abortedAt - closedAt);
-  }
-  console.log(JSON.stringify({ figure: 'client closes the stream → AbortSignal fires on the worker (ms)', ...stats(abortLatency) }));
 } finally {
-  await c.stop();
-  rmSync(sideEffectDir, { recursive: true, force: true });
+  await b.stop();
+}
+
+const durationS = Math.round((Date.now() - t0) / 1000);
+const out = { startedAt: startedAt.toISOString(), durationS, machine: host, rounds: ROUNDS, roundSeconds: ROUND_S, rows, raw, errors };
+mkdirSync(dirname(outPath), { recursive: true });
+writeFileSync(outPath, `${JSON.stringify(out, null, 2)}\n`);
+console.log(`\n${table(rows)}\n`);
+console.log(`machine: ${host.cores} cores, ${host.cpu}, Node ${host.node}, Redis ${host.redis}, load average at start ${host.loadAverage1m}; ${durationS} s; JSON: ${outPath}`);
+if (b.profDir) {
+  const profiles = readdirSync(b.profDir).filter((f) => f.endsWith('.cpuprofile')).sort();
+  const last = profiles[profiles.length - 1];
+  if (last) {
+    const summary = profileSummary(join(b.profDir, last), 30);
+    (out as Record<string, unknown>).cpuProfile = { file: join(b.profDir, last), ...summary };
+    writeFileSync(outPath, `${JSON.stringify(out, null, 2)}\n`);
+    console.log(`\nhot gateway CPU profile (${join(b.profDir, last)}):\n${formatSummary(summary)}`);
+  }
+}
+for (const e of errors) console.error(e);
+process.exit(errors.length ? 1 : 0);
+
+/** Up to `n` ids of `task`-mode records of the benchmark's principal (the creation figure made them), topped up by creating more. */
+async function taskIds(bp: BenchProcesses, n: number): Promise<string[]> {
+  const ids: string[] = [];
+  let cursor = '0';
+  do {
+    const [next, keys] = await bp.client.scan(cursor, 'MATCH', `${PREFIX}:{t:*}:task`, 'COUNT', 1000);
+    cursor = next;
+    const modes = await Promise.all(keys.map((k) => bp.client.hget(k, 'mode')));
+    keys.forEach((k, i) => {
+      if (modes[i] === 'task') ids.push(/\{t:([^}]+)\}/.exec(k)![1]!);
+    });
+  } while (cursor !== '0' && ids.length < n);
+  if (ids.length < n) {
+    await bp.load({ url: bp.hot.url!, connections: 20, amount: n - ids.length, requests: [createCountdown(bp.apiKey)] });
+    return taskIds(bp, n);
+  }
+  return ids.slice(0, n);
 }

@@ -1,6 +1,8 @@
 #!/usr/bin/env node
 /**
- * `npm start`: one gateway and one worker (the quick start, design §5).
+ * `npm start`: one gateway and one worker against REDIS_URL (the quick start, design §5).
+ * Compiles first (`tsc -b`, incremental; skipped in a production-only install), then runs the
+ * compiled `apps/<app>/dist/main.js`, as the Docker image does (issue 8 §4).
  * Both children get this process's environment; Ctrl-C / SIGTERM stops both gracefully.
  * If either exits, the other is stopped and `npm start` exits with its code.
  *
@@ -15,13 +17,14 @@
  */
 import { spawn } from 'node:child_process';
 import { readFileSync } from 'node:fs';
-import { fileURLToPath } from 'node:url';
-import { dirname, isAbsolute, join, relative } from 'node:path';
+import { isAbsolute, join, relative } from 'node:path';
 import { parseArgs } from 'node:util';
 import { pino } from 'pino';
 import { findOnPath, INSTALL, probeRedis, startRedisServer } from './local-redis.mjs';
 
-const root = join(dirname(fileURLToPath(import.meta.url)), '..');
+import { appEntry, build, ROOT } from './build.mjs';
+
+const root = ROOT;
 
 const HELP = `Usage: npm start [-- --help | --version]
 
@@ -59,6 +62,13 @@ try {
 } catch (e) {
   process.stderr.write(`start: ${e.message.split('\n')[0]} (the configuration comes from the environment; try --help)\n`);
   process.exit(2);
+}
+
+try {
+  build();
+} catch (e) {
+  console.error(e.message);
+  process.exit(1);
 }
 
 /** The same JSON lines as the gateway and the worker (pino, `svc` names the process). */
@@ -116,8 +126,8 @@ const finish = async (code) => {
 };
 
 const run = (app) =>
-  spawn(process.execPath, ['--conditions=mcp-tasks-src', '--import', 'tsx', join(root, 'apps', app, 'src', 'main.ts')], {
-    cwd: root,
+  spawn(process.execPath, [appEntry(app)], {
+    cwd: ROOT,
     stdio: 'inherit',
     env: process.env,
   });

@@ -4,11 +4,10 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
-import { join } from 'node:path';
-import { ROOT, freePort } from '../support/cluster.js';
+import { ROOT, appEntry, freePort } from '../support/cluster.js';
 
 function run(app: 'gateway' | 'worker', env: Record<string, string>) {
-  const r = spawnSync(process.execPath, ['--conditions=mcp-tasks-src', '--import', 'tsx', join(ROOT, 'apps', app, 'src', 'main.ts')], {
+  const r = spawnSync(process.execPath, [appEntry(app)], {
     cwd: ROOT,
     env: { ...process.env, ...env },
     encoding: 'utf8',

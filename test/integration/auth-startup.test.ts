@@ -7,12 +7,11 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
-import { join } from 'node:path';
-import { ROOT } from '../support/cluster.js';
+import { ROOT, appEntry } from '../support/cluster.js';
 
 function run(app: 'gateway' | 'worker', env: Record<string, string>) {
   const base = Object.fromEntries(Object.entries(process.env).filter(([k]) => !/^(AUTH_|REQUEST_STATE_|PUBLIC_URL$|HOST$|NODE_ENV$)/.test(k)));
-  const r = spawnSync(process.execPath, ['--conditions=mcp-tasks-src', '--import', 'tsx', join(ROOT, 'apps', app, 'src', 'main.ts')], {
+  const r = spawnSync(process.execPath, [appEntry(app)], {
     cwd: ROOT,
     env: { ...base, REDIS_URL: 'redis://127.0.0.1:1', ...env },
     encoding: 'utf8',

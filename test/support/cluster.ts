@@ -1,6 +1,7 @@
 /**
  * Test harness: real processes, real Redis (design §6). Starts gateway and worker processes
- * the way `npm run gateway` / `npm run worker` do, each with the test's own key prefix on the
+ * the way `npm run gateway` / `npm run worker` and the Docker image do: the compiled
+ * `apps/<kind>/dist/main.js` (issue 8 §4; `npm test` runs `tsc -b` first so it is current), each with the test's own key prefix on the
  * shared Redis (never flushed) or on a throwaway `redis-server` on a random port.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
@@ -11,6 +12,9 @@ import { join, dirname } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { randomBytes } from 'node:crypto';
 import { Redis } from 'ioredis';
+import { appEntry } from '../../scripts/build.mjs';
+
+export { appEntry };
 
 export const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
 export const SHARED_REDIS_URL = process.env.TEST_REDIS_URL ?? 'redis://127.0.0.1:6379';
@@ -109,10 +113,20 @@ export interface Proc {
   waitLog(match: (l: Record<string, unknown>) => boolean, timeoutMs?: number): Promise<Record<string, unknown>>;
 }
 
-/** Spawns one app process (`gateway` or `worker`) and waits for its ready line. */
-export async function startProcess(kind: 'gateway' | 'worker', env: Record<string, string>): Promise<Proc> {
+export interface StartOptions {
+  /** Node options before the entry point (e.g. `--expose-gc`, `--cpu-prof`). */
+  nodeArgs?: string[];
+  /** Keep only the last `keepLogs` parsed lines (a long benchmark run); default: all. */
+  keepLogs?: number;
+}
+
+/**
+ * Spawns one app process (`gateway` or `worker`, the compiled `dist/main.js`) and waits for its
+ * ready line.
+ */
+export async function startProcess(kind: 'gateway' | 'worker', env: Record<string, string>, opts: StartOptions = {}): Promise<Proc> {
   const port = kind === 'gateway' ? await freePort() : undefined;
-  const proc = spawn(process.execPath, ['--conditions=mcp-tasks-src', '--import', 'tsx', join(ROOT, 'apps', kind, 'src', 'main.ts')], {
+  const proc = spawn(process.execPath, [...(opts.nodeArgs ?? []), appEntry(kind)], {
     cwd: ROOT,
     // A worker's operations port: any free one (read back from its ready line), so workers never collide.
     env: { ...process.env, NODE_ENV: 'test', LOG_LEVEL: 'info', ...(kind === 'worker' ? { WORKER_HTTP_PORT: '0' } : {}), ...env, ...(port ? { PORT: String(port), HOST: '127.0.0.1' } : {}) },
@@ -127,6 +141,7 @@ export async function startProcess(kind: 'gateway' | 'worker', env: Record<strin
     } catch {
       logs.push({ raw: line });
     }
+    if (opts.keepLogs !== undefined && logs.length > opts.keepLogs * 2) logs.splice(0, logs.length - opts.keepLogs);
     for (const w of waiters) w();
   };
   for (const stream of [proc.stdout!, proc.stderr!]) {

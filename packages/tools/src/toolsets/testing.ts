@@ -103,8 +103,10 @@ export const progressSync = defineTool({
  * `side_effect(marker, delaySeconds)`: works `delaySeconds` (abortable), then writes the file
  * `<TESTING_SIDE_EFFECT_DIR>/<marker>`: the effect a cancelled call must never have (C-01).
  * Writes when it started to `<marker>.started` and when its AbortSignal fired to
- * `<marker>.aborted` (unix ms), so tests can measure disconnect → abort. Every file is written
- * whole before it appears (temp file + rename): a test that sees it can read it.
+ * `<marker>.aborted` (unix ms with sub-ms decimals: `performance.timeOrigin + performance.now()`,
+ * comparable across the processes of one machine), so tests can measure disconnect → abort and
+ * the benchmark handle → tool running. Every file is written whole before it appears (temp file
+ * + rename): a test that sees it can read it.
  */
 export const sideEffect = defineTool({
   name: 'side_effect',
@@ -117,15 +119,16 @@ export const sideEffect = defineTool({
   async run({ marker, delaySeconds }, ctx) {
     const dir = ctx.settings.sideEffectDir;
     if (!dir) return textResult('side_effect is not configured (TESTING_SIDE_EFFECT_DIR)', { isError: true });
+    const stamp = () => String(performance.timeOrigin + performance.now());
     const write = async (name: string) => {
-      await writeFile(join(dir, `${name}.tmp`), String(Date.now()));
+      await writeFile(join(dir, `${name}.tmp`), stamp());
       await rename(join(dir, `${name}.tmp`), join(dir, name));
     };
     await write(`${marker}.started`);
     ctx.signal.addEventListener(
       'abort',
       () => {
-        writeFileSync(join(dir, `${marker}.aborted.tmp`), String(Date.now()));
+        writeFileSync(join(dir, `${marker}.aborted.tmp`), stamp());
         renameSync(join(dir, `${marker}.aborted.tmp`), join(dir, `${marker}.aborted`));
       },
       { once: true },
