@@ -18,7 +18,6 @@
  */
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { createMcpHandler, SUPPORTED_PROTOCOL_VERSIONS } from '@modelcontextprotocol/server';
-import { toNodeHandler } from '@modelcontextprotocol/node';
 import type { RedisHealth } from '@mcp-tasks/jobs';
 import { newTaskId } from '@mcp-tasks/task-store';
 import { classify, toolNeedsRedis, type Classification, type McpBody } from './classify.js';
@@ -27,9 +26,10 @@ import type { AuthHooks } from './auth/hooks.js';
 import { echoableId, ErrorCode, jsonRpcErrorBody, TASKS_EXTENSION } from './errors.js';
 import { sendRefusal, type Limits } from './limits.js';
 import { createTaskListen } from './listen.js';
+import { serveHot, servesHot } from './hot-path.js';
 import { requestGuards } from './request-guards.js';
 import { createServerFactory } from './server-factory.js';
-import { primeSse } from './sse.js';
+import { serveThrough } from './sse.js';
 
 /** Protocol versions the SDK's stateless 2025 lane accepts in `MCP-Protocol-Version`. */
 const LEGACY_VERSIONS = new Set<string>(SUPPORTED_PROTOCOL_VERSIONS);
@@ -64,8 +64,6 @@ export function createMcpRoute(gw: Gateway, redisHealth: RedisHealth, limits: Li
   };
   const handler = createMcpHandler(factory, handlerOptions);
   const streamHandler = createMcpHandler(factory, { ...handlerOptions, responseMode: 'sse' });
-  const mcp = toNodeHandler(handler, adapterOptions);
-  const mcpStream = toNodeHandler(streamHandler, adapterOptions);
   const taskListen = createTaskListen(gw);
 
   const needsRedis = (c: Classification) => (c.method !== undefined && NEEDS_REDIS.has(c.method)) || toolNeedsRedis(c);
@@ -140,6 +138,9 @@ export function createMcpRoute(gw: Gateway, redisHealth: RedisHealth, limits: Li
             }
             return taskListen.serve(req, reply, body!, principal, c);
           }
+          // tasks/get|update|cancel of the usual shape: answered without the SDK's per-request
+          // server, with the same validation and the same bytes (hot-path.ts, D8).
+          if (config.hotPath && servesHot(c, body!)) return serveHot(gw, c, body!, principal, reply);
           // A known client bug (clients.md 5c): after negotiating an older revision, the client
           // sends a newer MCP-Protocol-Version header. On the 2025 lane the negotiated version is
           // what counts, so an unknown value there is dropped rather than refused with 400.
@@ -149,7 +150,7 @@ export function createMcpRoute(gw: Gateway, redisHealth: RedisHealth, limits: Li
             delete req.raw.headers['mcp-protocol-version'];
           }
           const exchange: Exchange = { principal, classification: c, rawInputResponses: body?.params?.inputResponses, ...(reservation ? { reservation } : {}) };
-          (req.raw as unknown as { auth: unknown }).auth = { token: '', clientId: principal, scopes: [], extra: { exchange } };
+          const authInfo = { token: '', clientId: principal, scopes: [], extra: { exchange } };
           reply.raw.once('close', () => {
             // A slot reserved for a task this request did not create (an error, a pre-task
             // question) is given back.
@@ -166,9 +167,8 @@ export function createMcpRoute(gw: Gateway, redisHealth: RedisHealth, limits: Li
             }
           });
           reply.hijack();
-          primeSse(reply.raw);
           const held = c.era === 'modern' && c.lane === 'sync';
-          await (held ? mcpStream : mcp)(req.raw, reply.raw, req.body);
+          await serveThrough(held ? streamHandler : handler, req.raw, reply.raw, req.body, authInfo, adapterOptions);
         },
       });
     },
