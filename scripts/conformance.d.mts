@@ -3,6 +3,13 @@ export declare const TOOLS_DIR: string;
 export declare const DEFAULT_SCENARIOS: readonly string[];
 export declare const SKIPPED_TASKS_SCENARIOS: readonly string[];
 export declare const DEFAULT_SPEC_VERSION: string;
+export declare const REQUIREMENTS_REVISION: string;
+/** The 37 scenarios `--requirements 2026-07-28` scores. */
+export declare const SCORED_2026_SCENARIOS: readonly string[];
+/** The 3 it runs unscored as pending. */
+export declare const PENDING_2026_SCENARIOS: readonly string[];
+/** All 50 it runs: scored, the 10 tasks-*, pending. */
+export declare const REQUIREMENTS_2026_SCENARIOS: readonly string[];
 
 export interface CheckFailure {
   id: string;
@@ -19,10 +26,13 @@ export interface ScenarioResult {
   warningChecks: CheckFailure[];
   skipped: number;
   info: number;
+  /** SKIPPED checks as the suite wrote them. */
+  skippedChecks: CheckFailure[];
   exitCode: number | null;
+  /** 0 in a `runRequirements` run (one suite process for all). */
   seconds: number;
   checksFile: string | null;
-  logFile: string;
+  logFile: string | null;
   error?: string;
 }
 
@@ -34,6 +44,8 @@ export interface ConformanceResult {
   scenarios: ScenarioResult[];
 }
 
+export declare function lockProblem(dir: string): string | null;
+export declare function nodeBinaryPath(): string;
 export declare function installProblem(): string | null;
 export declare function ensureInstalled(opts?: { log?: (line: string) => void }): void;
 export declare function runConformance(opts: {
@@ -46,3 +58,22 @@ export declare function runConformance(opts: {
   verbose?: boolean;
   log?: (line: string) => void;
 }): Promise<ConformanceResult>;
+
+export interface RequirementsResult extends ConformanceResult {
+  /** Wall time of the suite run (s). */
+  seconds: number;
+  exitCode: number | null;
+  logFile: string;
+}
+
+export declare function runRequirements(opts: {
+  url: string;
+  revision?: string;
+  expected?: readonly string[];
+  out?: string;
+  timeoutMs?: number;
+  killAfterMs?: number;
+  install?: boolean;
+  verbose?: boolean;
+  log?: (line: string) => void;
+}): Promise<RequirementsResult>;

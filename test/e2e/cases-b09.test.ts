@@ -200,7 +200,7 @@ describe('B-09: long tools vs client timeouts', { concurrency: true }, () => {
       return r.body.result?.structuredContent?.status === 'working' ? undefined : r;
     }, 10_000, 250, 'task_status to show the result');
     assert.equal(done.body.result!.content[0].text, 'progress_sync: 4 steps done', JSON.stringify(done.body));
-    assert.deepEqual(done.body.result!.structuredContent, { steps: 4 });
+    assert.deepEqual(done.body.result!.structuredContent, { summary: 'progress_sync: 4 steps done', steps: 4 });
     assert.ok(!done.body.result!.isError);
   });
 });

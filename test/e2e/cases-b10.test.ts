@@ -245,7 +245,7 @@ describe('B-10 (d): SIGTERM a gateway holding an open listen stream, behind ngin
     await assert.rejects(getDirect(g.port!, '/healthz'), /ECONNREFUSED/);
     for (let i = 0; i < 4; i++) {
       const r = await callTool(n.url, 'add', { a: i, b: 1 }, { tasks: false });
-      assert.equal(r.body.result?.content?.[0]?.text, String(i + 1), JSON.stringify(r.body));
+      assert.equal(r.body.result?.content?.[0]?.text, `${i} + 1 = ${i + 1}`, JSON.stringify(r.body));
     }
     // The client can re-open the subscription on the surviving replica.
     const again = await listen(n.url, taskId, `${listenId}-again`);

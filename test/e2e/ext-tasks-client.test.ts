@@ -3,14 +3,21 @@
  * `@modelcontextprotocol/ext-tasks` (0.2.2, through test/support/ext-tasks-client.ts) against
  * two gateways and two workers. Every raw dispatch (`tools/call`, `tasks/*`) goes to the other
  * gateway than the one before (`urlFor(n)` alternates), so polls, updates and cancels of one
- * task land on both replicas.
+ * task land on both replicas. Authentication is on (`AUTH_API_KEYS`): the session sends its key
+ * as `Authorization: Bearer …` on the SDK transport and on every raw dispatch, and every task
+ * belongs to that key's principal.
  */
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
+import { randomBytes } from 'node:crypto';
 import { resultFromTaskOutcome, TaskFailedError } from '@modelcontextprotocol/ext-tasks/client';
 import { startCluster, type Cluster } from '../support/cluster.js';
 import { callToolToOutcome, openExtTasksSession, type ExtTasksSession, type InputRequestForAnswer } from '../support/ext-tasks-client.js';
-import { getTask, pollTask, roundRobin } from '../support/mcp.js';
+import { callTool, getTask, pollTask, roundRobin } from '../support/mcp.js';
+
+const KEY = `ext-tasks-${randomBytes(16).toString('hex')}`;
+/** The principal the gateways derive from the key (`key:<name>`). */
+const PRINCIPAL = 'key:alice';
 
 /** The text of the first content block of a tool result. */
 const textOf = (r: { content?: any[] } | undefined): string => String(r?.content?.[0]?.text ?? '');
@@ -22,10 +29,11 @@ describe('official ext-tasks requester across two gateways and two workers', () 
   let answers: Record<string, (req: InputRequestForAnswer) => unknown> = {};
 
   before(async () => {
-    c = await startCluster({ gateways: 2, workers: 2 });
+    c = await startCluster({ gateways: 2, workers: 2, env: { AUTH_API_KEYS: `alice:${KEY}` } });
     s = await openExtTasksSession({
       url: c.urls[0]!,
       urlFor: (n) => c.urls[n % c.urls.length]!,
+      headers: { Authorization: `Bearer ${KEY}` },
       answer: (req) => {
         // Task input keys are unique per step on the wire (`audience.1`, T-29); route by the logical key.
         const a = answers[req.key] ?? answers[req.key.replace(/\.\d+$/, '')];
@@ -110,14 +118,14 @@ describe('official ext-tasks requester across two gateways and two workers', () 
 
     // ext-tasks settles on the ack alone; check the server with raw tasks/get on both gateways.
     const next = roundRobin(c.urls);
-    const end = await pollTask(next, out.taskId!, (t) => t.status !== 'working', 3000, 50);
+    const end = await pollTask(next, out.taskId!, (t) => t.status !== 'working', 3000, 50, { token: KEY });
     assert.equal(end.status, 'cancelled', JSON.stringify(end));
     assert.equal(end.resultType, 'complete');
     for (const k of ['result', 'error', 'inputRequests']) assert.ok(!(k in end), `cancelled task must not carry ${k}`);
     // The worker stopped: nothing changes afterwards, on either gateway.
     await new Promise((r) => setTimeout(r, 1500));
     for (const url of c.urls) {
-      const later = await getTask(url, out.taskId!);
+      const later = await getTask(url, out.taskId!, { token: KEY });
       assert.equal(later.body.result?.status, 'cancelled');
       assert.equal(later.body.result?.statusMessage, end.statusMessage);
     }
@@ -209,5 +217,16 @@ describe('official ext-tasks requester across two gateways and two workers', () 
 
   it('the library reported no background errors', () => {
     assert.deepEqual(s.errors.map((e) => e.message), []);
+  });
+
+  it('authentication was on: every task above belongs to the key\'s principal, and the same call without the key is 401 on both gateways', async () => {
+    const created = c.gateways.flatMap((g) => g.logs.filter((l) => l.msg === 'task.created'));
+    assert.ok(created.length >= 6, `tasks created: ${created.length}`);
+    assert.deepEqual([...new Set(created.map((l) => l.principal))], [PRINCIPAL]);
+    assert.ok(new Set(created.map((l) => l.mode)).has('task'));
+    for (const url of c.urls) {
+      const r = await callTool(url, 'countdown', { seconds: 1 });
+      assert.equal(r.status, 401, JSON.stringify(r.body));
+    }
   });
 });

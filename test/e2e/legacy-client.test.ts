@@ -7,14 +7,22 @@
  * replicas and nothing may depend on a session. Then raw checks of the same lane: GET/DELETE,
  * the `server/discover` latency that decides whether a dual-era client stays modern, the
  * lenient `MCP-Protocol-Version` header of the known client bug (clients.md 5c), and
- * `initialize` at 2025-06-18 / 2025-11-25 on each gateway.
+ * `initialize` at 2025-06-18 / 2025-11-25 on each gateway. Authentication is on
+ * (`AUTH_API_KEYS`): the client sends its key as `Authorization: Bearer …` through the
+ * transport's `requestInit`, and the raw requests send it too.
  */
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
+import { randomBytes } from 'node:crypto';
+import { Client, SdkHttpError, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
 import { startCluster, type Cluster } from '../support/cluster.js';
 import { rpc, TASKS, PROTOCOL_VERSION } from '../support/mcp.js';
 import { startRoundRobinProxy, type RoundRobinProxy } from '../support/round-robin-proxy.js';
+
+const KEY = `legacy-${randomBytes(16).toString('hex')}`;
+/** The principal the gateways derive from the key (`key:<name>`). */
+const PRINCIPAL = 'key:alice';
+const AUTHORIZATION = `Bearer ${KEY}`;
 
 /** One HTTP exchange the SDK client made (recorded by its `fetch`). */
 interface Exchange {
@@ -32,8 +40,8 @@ const headersOf = (h: ConstructorParameters<typeof Headers>[0] | undefined): Rec
   return out;
 };
 
-/** An SDK client in its default mode, over the proxy, recording every exchange. */
-async function connectLegacy(url: string, capabilities: Record<string, unknown> = {}) {
+/** An SDK client in its default mode, over the proxy, recording every exchange; `token: null` sends no credential. */
+async function connectLegacy(url: string, capabilities: Record<string, unknown> = {}, { token = KEY as string | null } = {}) {
   const exchanges: Exchange[] = [];
   const recordingFetch = async (input: string | URL, init?: RequestInit): Promise<Response> => {
     const httpMethod = init?.method ?? 'GET';
@@ -50,7 +58,10 @@ async function connectLegacy(url: string, capabilities: Record<string, unknown> 
     return res;
   };
   const client = new Client({ name: 'legacy-sdk-client', version: '2.4.0' }, { capabilities: capabilities as never });
-  const transport = new StreamableHTTPClientTransport(new URL(url), { fetch: recordingFetch });
+  const transport = new StreamableHTTPClientTransport(new URL(url), {
+    fetch: recordingFetch,
+    ...(token === null ? {} : { requestInit: { headers: { Authorization: `Bearer ${token}` } } }),
+  });
   await client.connect(transport);
   return { client, transport, exchanges };
 }
@@ -70,7 +81,7 @@ describe('2025-era clients: the official SDK client in its default mode, 2 gatew
   const clients: Client[] = [];
 
   before(async () => {
-    c = await startCluster({ gateways: 2, workers: 2 });
+    c = await startCluster({ gateways: 2, workers: 2, env: { AUTH_API_KEYS: `alice:${KEY}` } });
     proxy = await startRoundRobinProxy(c.urls);
   });
   after(async () => {
@@ -137,6 +148,17 @@ describe('2025-era clients: the official SDK client in its default mode, 2 gatew
     assert.ok(!('tasks' in caps), JSON.stringify(caps));
     assert.equal(caps.extensions?.[TASKS], undefined, JSON.stringify(caps));
     assert.equal(client.getServerVersion()?.name, 'mcp-task-service');
+    // The key from requestInit went on every request (the GET included).
+    for (const e of exchanges) assert.equal(e.requestHeaders.authorization, AUTHORIZATION, `${e.httpMethod} ${e.rpcMethod ?? ''} without the key`);
+  });
+
+  it('connect() without the key: initialize is refused with 401, SdkHttpError (no authProvider, so no OAuth attempt)', async () => {
+    await assert.rejects(connectLegacy(proxy.url, {}, { token: null }), (e: unknown) => {
+      assert.ok(e instanceof SdkHttpError, `${(e as Error).name}: ${(e as Error).message}`);
+      assert.equal(e.status, 401);
+      assert.match(e.message, /Unauthorized: authentication required/);
+      return true;
+    });
   });
 
   it('tools/list works on both gateways with no session (the demo tools are listed with input schemas)', async () => {
@@ -157,6 +179,7 @@ describe('2025-era clients: the official SDK client in its default mode, 2 gatew
   it('callTool countdown({seconds: 3}) with onprogress: progress 1, 2, 3 of 3 arrive while it runs, then "Countdown from 3 finished." (P-01, clients.md §2.3)', async () => {
     const { client } = await connectLegacy(proxy.url);
     clients.push(client);
+    const createdBefore = c.gateways.flatMap((g) => g.logs.filter((l) => l.msg === 'task.created' && l.tool === 'countdown')).length;
     const progress: { progress: number; total?: number; message?: string; at: number }[] = [];
     const t0 = Date.now();
     const result = await client.callTool(
@@ -181,6 +204,9 @@ describe('2025-era clients: the official SDK client in its default mode, 2 gatew
     assert.ok(resultAt - progress[0]!.at >= 1500, `first progress only ${resultAt - progress[0]!.at} ms before the result`);
     assert.ok(progress[1]!.at - progress[0]!.at >= 500, `progress 1 → 2 in ${progress[1]!.at - progress[0]!.at} ms`);
     for (const p of progress) assert.ok(p.at <= resultAt);
+    // Run by a worker on the synchronous lane, for the key's principal.
+    const mine = c.gateways.flatMap((g) => g.logs.filter((l) => l.msg === 'task.created' && l.tool === 'countdown')).slice(createdBefore);
+    assert.deepEqual(mine.map((l) => [l.principal, l.mode]), [[PRINCIPAL, 'sync']]);
   });
 
   for (const [tool, args] of [
@@ -241,7 +267,7 @@ describe('2025-era clients: the official SDK client in its default mode, 2 gatew
       for (const method of ['DELETE', 'GET']) {
         const r = await fetch(url, {
           method,
-          headers: { accept: 'application/json, text/event-stream', 'mcp-session-id': 'no-such-session', 'mcp-protocol-version': '2025-11-25' },
+          headers: { accept: 'application/json, text/event-stream', 'mcp-session-id': 'no-such-session', 'mcp-protocol-version': '2025-11-25', authorization: AUTHORIZATION },
         });
         const text = await r.text();
         assert.equal(r.status, 405, `${method} ${url}: ${r.status} ${text}`);
@@ -251,23 +277,39 @@ describe('2025-era clients: the official SDK client in its default mode, 2 gatew
     }
   });
 
-  for (const header of ['2026-07-28', '2025-11-25']) {
-    it(`a 2025 tools/call (no _meta, no session) with MCP-Protocol-Version: ${header} works on both gateways: 200 and the result${header === '2026-07-28' ? ' (clients.md 5c, the known client bug)' : ''}`, async () => {
+  it('a tools/call without the _meta envelope but with MCP-Protocol-Version: 2026-07-28 is malformed on both gateways: 400 -32602 (B-05), nothing runs', async () => {
+    for (const [i, url] of c.urls.entries()) {
+      const r = await rpc(url, 'tools/call', {}, {
+        rawBody: legacyBody(300 + i, 'tools/call', { name: 'countdown', arguments: { seconds: 1 } }),
+        headers: { 'mcp-protocol-version': '2026-07-28', 'mcp-method': null },
+      });
+      assert.equal(r.status, 400, `gateway ${i + 1}: ${JSON.stringify(r.body)}`);
+      assert.equal(r.body.id, 300 + i);
+      assert.equal(r.body.error?.code, -32602);
+    }
+  });
+
+  // 2025-11-25 after negotiating an older revision is the known client bug (clients.md 5c); a
+  // value no revision has (pre-2026) is dropped on this lane, where the negotiated one counts.
+  for (const header of ['2025-11-25', '2025-01-01']) {
+    it(`a 2025 tools/call (no _meta, no session) with MCP-Protocol-Version: ${header} works on both gateways: 200 and the result${header === '2025-11-25' ? ' (clients.md 5c, the known client bug)' : ''}`, async () => {
       for (const [i, url] of c.urls.entries()) {
         const inline = await rpc(url, 'tools/call', {}, {
           rawBody: legacyBody(100 + i, 'tools/call', { name: 'add', arguments: { a: 2, b: 3 } }),
           headers: { 'mcp-protocol-version': header, 'mcp-method': null },
+          token: KEY,
         });
         assert.equal(inline.status, 200, `gateway ${i + 1}: ${inline.status} ${JSON.stringify(inline.body)}`);
         assert.equal(inline.body.id, 100 + i);
         assert.equal(inline.body.error, undefined, JSON.stringify(inline.body));
-        assert.equal(textOf(inline.body.result!), '5');
+        assert.equal(textOf(inline.body.result!), '2 + 3 = 5');
         assert.equal(inline.headers.get('mcp-session-id'), null);
       }
       // A worker tool on the same lane: the plain CallToolResult, never a task.
       const worker = await rpc(c.urls[1]!, 'tools/call', {}, {
         rawBody: legacyBody(200, 'tools/call', { name: 'countdown', arguments: { seconds: 1 } }),
         headers: { 'mcp-protocol-version': header, 'mcp-method': null },
+        token: KEY,
       });
       assert.equal(worker.status, 200, JSON.stringify(worker.body));
       assert.equal(textOf(worker.body.result!), 'Countdown from 1 finished.');
@@ -282,6 +324,7 @@ describe('2025-era clients: the official SDK client in its default mode, 2 gatew
         const init = await rpc(url, 'initialize', {}, {
           rawBody: legacyBody(1, 'initialize', { protocolVersion: version, capabilities: { elicitation: {} }, clientInfo: { name: 'old-client', version: '1.0.0' } }),
           headers: { 'mcp-protocol-version': null, 'mcp-method': null },
+          token: KEY,
         });
         assert.equal(init.status, 200, `${version} on gateway ${i + 1}: ${JSON.stringify(init.body)}`);
         assert.equal(init.body.result?.protocolVersion, version, JSON.stringify(init.body));
@@ -291,7 +334,7 @@ describe('2025-era clients: the official SDK client in its default mode, 2 gatew
         // The rest of the handshake and a first request, on the other replica.
         const initialized = await fetch(other, {
           method: 'POST',
-          headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream', 'mcp-protocol-version': version },
+          headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream', 'mcp-protocol-version': version, authorization: AUTHORIZATION },
           body: JSON.stringify({ jsonrpc: '2.0', method: 'notifications/initialized' }),
         });
         assert.equal(initialized.status, 202);
@@ -299,6 +342,7 @@ describe('2025-era clients: the official SDK client in its default mode, 2 gatew
         const list = await rpc(other, 'tools/list', {}, {
           rawBody: legacyBody(2, 'tools/list', {}),
           headers: { 'mcp-protocol-version': version, 'mcp-method': null },
+          token: KEY,
         });
         assert.equal(list.status, 200, JSON.stringify(list.body));
         assert.ok((list.body.result?.tools as { name: string }[]).some((x) => x.name === 'countdown'));

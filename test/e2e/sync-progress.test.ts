@@ -143,6 +143,7 @@ describe('synchronous progress relay (worker process → Redis → gateway proce
     assert.equal(p2.at(-1)!.progress, 100);
     assert.match(r2!.content[0].text, /otters/);
     assert.match(r2!.content[0].text, /your team/);
-    assert.deepEqual(r2!.structuredContent, { topic: 'otters', audience: 'team' });
+    // D11: the report itself is in structuredContent (the text a model shown only that reads).
+    assert.deepEqual(r2!.structuredContent, { summary: r2!.content[0].text, topic: 'otters', audience: 'team' });
   });
 });

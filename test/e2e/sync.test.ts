@@ -156,11 +156,13 @@ describe('synchronous calls (no Tasks extension on the request)', () => {
     assert.equal(other.body.error?.code, -32602);
   });
 
-  it('add answers inline; unknown tools and bad arguments give -32602', async () => {
+  it('add answers inline; an unknown tool gives -32602, bad arguments an isError result (SEP-1303)', async () => {
     const r = await callTool(c.urls[0]!, 'add', { a: 2, b: 40 }, { tasks: false });
-    assert.equal(r.body.result?.content[0].text, '42');
+    assert.equal(r.body.result?.content[0].text, '2 + 40 = 42');
     assert.equal((await callTool(c.urls[0]!, 'nope', {})).body.error?.code, -32602);
-    assert.equal((await callTool(c.urls[0]!, 'countdown', { seconds: 99 })).body.error?.code, -32602);
+    const bad = await callTool(c.urls[0]!, 'countdown', { seconds: 99 });
+    assert.equal(bad.body.result?.isError, true, JSON.stringify(bad.body));
+    assert.match(bad.body.result?.content[0].text, /^Invalid arguments for tool countdown: seconds: /);
     const list = await rpc(c.urls[1]!, 'tools/list', {});
     const names = list.body.result!.tools.map((t: any) => t.name);
     for (const n of ['countdown', 'deep_research', 'share_report', 'add']) assert.ok(names.includes(n), n);

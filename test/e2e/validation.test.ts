@@ -79,7 +79,7 @@ describe('answers and continuations are validated', () => {
     const r = await rpc(c.urls[0]!, 'tools/call', { name: 'add' }, { rawBody: body });
     assert.equal(r.status, 400);
     assert.equal(r.body.error?.code, -32600);
-    assert.equal((await callTool(c.urls[0]!, 'add', { a: 1, b: 2 })).body.result?.content[0].text, '3');
+    assert.equal((await callTool(c.urls[0]!, 'add', { a: 1, b: 2 })).body.result?.content[0].text, '1 + 2 = 3');
   });
 
   it('subscriptions/listen asking for taskIds without the extension → 400 -32021 (T-49)', async () => {

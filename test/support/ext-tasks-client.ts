@@ -88,6 +88,11 @@ export interface OpenExtTasksSessionOptions {
    * roots (default: `{roots: []}`).
    */
   answer?: (req: InputRequestForAnswer) => Promise<any> | any;
+  /**
+   * Extra HTTP headers on every request, e.g. `{ Authorization: 'Bearer <key>' }`: given to the
+   * SDK transport as `requestInit.headers` and set on each raw dispatch.
+   */
+  headers?: Record<string, string>;
 }
 
 export interface ExtTasksSession {
@@ -155,7 +160,9 @@ export async function openExtTasksSession(opts: OpenExtTasksSessionOptions): Pro
       versionNegotiation: { mode: { pin: PROTOCOL_VERSION } },
     },
   );
-  await client.connect(new StreamableHTTPClientTransport(new URL(opts.url)));
+  await client.connect(
+    new StreamableHTTPClientTransport(new URL(opts.url), opts.headers === undefined ? {} : { requestInit: { headers: { ...opts.headers } } }),
+  );
 
   const rawDispatch: RawClientDispatch = (request, options) => {
     const running = dispatchOnce(request, options);
@@ -182,6 +189,7 @@ export async function openExtTasksSession(opts: OpenExtTasksSessionOptions): Pro
       'MCP-Protocol-Version': PROTOCOL_VERSION,
       'Mcp-Method': method,
     });
+    for (const [name, value] of Object.entries(opts.headers ?? {})) headers.set(name, value);
     const derivedName = mcpNameFor(method, params);
     if (derivedName !== undefined) headers.set('Mcp-Name', derivedName);
     // Context headers last, through Headers.set(): names are case-insensitive, so ext-tasks'

@@ -38,6 +38,7 @@ function fakeCtx(over: Partial<ToolContext> = {}): { ctx: ToolContext; calls: Ca
     async sleep(ms) {
       calls.push({ kind: 'sleep', ms });
     },
+    async log() {},
     settings: { researchPhaseMs: 20_000 },
     ...over,
   };
@@ -132,7 +133,9 @@ describe('deep_research', () => {
       assert.notEqual(r.isError, true);
       assert.match(text(r), /tidal energy/);
       assert.match(text(r), audience === 'team' ? /team/ : /company/);
-      assert.deepEqual(r.structuredContent, { topic: 'tidal energy', audience });
+      // D11: the report itself is in structuredContent too (summary = the text).
+      assert.deepEqual(r.structuredContent, { summary: text(r), topic: 'tidal energy', audience });
+      assert.match(text(r), /three sources agree on the main points of tidal energy/);
       const p = progress();
       assertStrictlyIncreasing(p.map((c) => c.done), 'progress');
       assert.ok(p[0]!.done > 50, 'phase 2 continues after 50 %');
@@ -189,14 +192,14 @@ describe('share_report', () => {
     const { ctx } = fakeCtx({ mode: 'inline', step: 2, state: { channel: '#research' }, inputResponses: { confirm: accept({ notify: true }) } });
     const r = asResult(await shareReport.run({ channel: '#research' }, ctx));
     assert.equal(text(r), 'Shared the report to #research and notified its members.');
-    assert.deepEqual(r.structuredContent, { channel: '#research', shared: true, notify: true });
+    assert.deepEqual(r.structuredContent, { summary: 'Shared the report to #research and notified its members.', channel: '#research', shared: true, notify: true });
   });
 
   it('step 2, accept without notify: shares without notifying', async () => {
     const { ctx } = fakeCtx({ mode: 'inline', step: 2, inputResponses: { confirm: accept({}) } });
     const r = asResult(await shareReport.run({ channel: '#research' }, ctx));
     assert.equal(text(r), 'Shared the report to #research.');
-    assert.deepEqual(r.structuredContent, { channel: '#research', shared: true, notify: false });
+    assert.deepEqual(r.structuredContent, { summary: 'Shared the report to #research.', channel: '#research', shared: true, notify: false });
   });
 
   for (const action of ['decline', 'cancel'] as const) {
@@ -218,8 +221,8 @@ describe('add', () => {
     ] as const) {
       const { ctx } = fakeCtx({ mode: 'inline' });
       const r = asResult(await add.run({ a, b }, ctx));
-      assert.equal(text(r), String(sum));
-      assert.deepEqual(r.structuredContent, { sum });
+      assert.equal(text(r), `${a} + ${b} = ${sum}`);
+      assert.deepEqual(r.structuredContent, { summary: `${a} + ${b} = ${sum}`, sum });
     }
   });
 });

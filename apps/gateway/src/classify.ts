@@ -9,15 +9,17 @@
  *  - `sync`:   the tool runs on a worker and the request gets no task → the request is held
  *              as SSE until the result (D1, D6);
  *  - `inline`: a short `forbidden` tool that runs in the gateway (`runsIn: 'gateway'`).
- * A call that will be answered at once with an error has no lane: unknown tool or invalid
- * arguments (`-32602`), a task-only tool without the extension (`-32021`, T-04), a tool that
+ * A call that will be answered at once with an error has no lane: unknown tool or arguments
+ * over MAX_ARGUMENTS_BYTES (`-32602`), arguments the tool's schema refuses (an `isError` tool
+ * result, SEP-1303), a task-only tool without the extension (`-32021`, T-04), a tool that
  * asks questions without the capability it needs (`-32021`, B-07; on the 2025 lane an `isError`
  * result, the SDK's legacy transport cannot ask).
  */
 import { classifyInboundRequest, UnsupportedProtocolVersionError, type InboundLadderRejection } from '@modelcontextprotocol/server';
 import type { ToolDefinition, ToolRegistry } from '@mcp-tasks/tools';
 import { TASKS_EXTENSION } from './errors.js';
-import { checkStandardHeaders } from './headers.js';
+import { parseArguments } from './arguments.js';
+import { checkParamHeaders, checkStandardHeaders } from './headers.js';
 
 /** Protocol revisions served on the modern (per-request `_meta`) lane. */
 export const MODERN_VERSIONS = ['2026-07-28'];
@@ -52,8 +54,10 @@ export interface Classification {
   tool?: ToolDefinition;
   /** `tools/call`: the arguments as the tool's schema parsed them (absent when invalid). */
   args?: Record<string, unknown>;
-  /** `tools/call`: why the arguments are invalid (`-32602`). */
+  /** `tools/call`: why the arguments do not satisfy the tool's schema (a tool execution error, SEP-1303). */
   argsError?: string;
+  /** `tools/call`: the arguments exceed MAX_ARGUMENTS_BYTES (`-32602`). */
+  argsTooLarge?: string;
   /** `tools/call`: capabilities the tool needs that the request lacks (B-07). */
   missingCaps?: Record<string, unknown>;
   /** `tools/call`: the lane it runs in; absent when it is answered at once with an error. */
@@ -61,9 +65,10 @@ export interface Classification {
   /**
    * Why the validation ladder refuses the request, when the HTTP side was given: the SDK's era
    * classification (`_meta` envelope, header version vs body: B-05, H-11), then, for a modern
-   * request, the supported version (H-12) and the standard headers against the body (H-15,
-   * headers.ts) — the same rungs, in the same order, as the SDK's handler. Nothing is counted
-   * or written for a refused request.
+   * request, the supported version (H-12), the standard headers against the body (H-15,
+   * headers.ts) — the same rungs, in the same order, as the SDK's handler — and, for a
+   * `tools/call` of a tool with `x-mcp-header` arguments, its `Mcp-Param-*` headers (H-15,
+   * H-17). Answered by the route before anything is counted, reserved or written.
    */
   rejected?: InboundLadderRejection;
   /** The request carries a `requestState` (an MRTR retry continuing earlier work). */
@@ -139,6 +144,10 @@ export function classify(body: unknown, registry: ToolRegistry, o: ClassifyOptio
           outcome.message.params,
           claimed,
         );
+        if (!c.rejected && c.method === 'tools/call') {
+          const declarations = registry.headerDeclarations(String(b.params?.name ?? ''));
+          if (declarations.length) c.rejected = checkParamHeaders(declarations, b.params?.arguments, h);
+        }
       }
     }
   }
@@ -147,20 +156,13 @@ export function classify(body: unknown, registry: ToolRegistry, o: ClassifyOptio
   const tool = registry.get(String(b.params?.name ?? ''));
   if (!tool) return c;
   c.tool = tool;
-  const max = o.maxArgumentsBytes;
-  if (max !== undefined && !(o.bodyBytes !== undefined && o.bodyBytes <= max)) {
-    const bytes = Buffer.byteLength(JSON.stringify(b.params?.arguments ?? {}), 'utf8');
-    if (bytes > max) {
-      c.argsError = `the arguments are ${bytes} bytes of JSON, more than the ${max} allowed`;
-      return c;
-    }
-  }
-  const parsed = tool.inputSchema.safeParse(b.params?.arguments ?? {});
-  if (!parsed.success) {
-    c.argsError = parsed.error.issues.map((i) => `${i.path.join('.') || '(root)'}: ${i.message}`).join('; ');
+  const parsed = parseArguments(tool, b.params?.arguments, o.maxArgumentsBytes, o.bodyBytes);
+  if (!parsed.ok) {
+    if (parsed.tooLarge) c.argsTooLarge = parsed.message;
+    else c.argsError = parsed.message;
     return c;
   }
-  c.args = parsed.data as Record<string, unknown>;
+  c.args = parsed.args;
   if (tool.taskSupport === 'required' && !declaresTasks) return c;
   const missing = missingCaps(tool.requiresCapabilities, caps);
   if (missing) {

@@ -11,7 +11,7 @@ import type { Config } from '@mcp-tasks/config';
 import type { Logger } from '@mcp-tasks/observability';
 import type { TaskStore } from '@mcp-tasks/task-store';
 import type { JobQueues, TaskEvents } from '@mcp-tasks/jobs';
-import type { ToolRegistry } from '@mcp-tasks/tools';
+import type { PromptRegistry, ResourceRegistry, ToolRegistry } from '@mcp-tasks/tools';
 import type { Classification, Era } from './classify.js';
 import type { Continuation, StateCodec } from './mrtr.js';
 
@@ -25,6 +25,10 @@ export interface GatewayDeps {
   queues: JobQueues;
   events: TaskEvents;
   registry: ToolRegistry;
+  /** Prompts of the enabled tool sets (served by the gateway). */
+  prompts: PromptRegistry;
+  /** Resources and resource templates of the enabled tool sets (served by the gateway). */
+  resources: ResourceRegistry;
 }
 
 /** The deps plus what the MCP handlers build once at start. */

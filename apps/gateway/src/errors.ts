@@ -15,20 +15,22 @@
  * | -32600  | 415  | `Content-Type` not application/json                         | H-07        |
  * | -32601  | 404  | unknown method, `tasks/list`, `tasks/result`                | H-13, T-47  |
  * | -32602  | 400  | required `_meta` missing                                    | B-05, T-50  |
- * | -32602  | 200  | unknown tool, bad arguments, unknown/expired/foreign task   | T-33, T-37  |
+ * | -32602  | 200  | unknown tool, arguments > MAX_ARGUMENTS_BYTES, unknown/expired/foreign task | T-33, T-37 |
+ * | -32602  | 200  | unknown prompt, missing prompt argument, unknown resource (`data.uri`) | SEP-2164 |
+ * | (none)  | 200  | arguments the tool's schema refuses: an `isError` tool result | SEP-1303  |
  * | -32603  | 200  | internal error while handling; listen limit (1,024/process) | JSON-RPC    |
  * | -32602  | 200  | `subscriptions/listen` `taskIds` not an array of ≤100 strings | T-39      |
  * | -32603  | 503  | Redis unreachable or not answering; the issuer's JWKS unreachable (with `Retry-After`) | D10, D9 |
  * | -32603  | 200  | an unexpected exception in a tool: generic message + `data.errorId` | D9          |
- * | -32020  | 400  | `MCP-Protocol-Version` / `Mcp-Method` / `Mcp-Name` mismatch | H-11, H-15  |
+ * | -32020  | 400  | `MCP-Protocol-Version` / `Mcp-Method` / `Mcp-Name` / `Mcp-Param-*` mismatch | H-11, H-15, H-17 |
  * | -32021  | 400  | client capability missing (tasks extension, elicitation)    | T-04, T-05, T-49, B-07 |
  * | -32022  | 400  | unsupported protocol version                                | H-12        |
  * | -31429  | 429  | a per-principal limit (rate, outstanding tasks, listen streams), with `Retry-After` | D9, N-08 |
  * | (none)  | 431  | request headers too large (Node)                            | B-03        |
  *
  * A synchronous call's errors travel in its SSE stream (HTTP 200 already sent), except the
- * ones decided before the stream opens (`-32021`, bad arguments, unknown tool: app.ts
- * `isSyncCall`). `task_status` answers an unknown or foreign id with an `isError` result, not
+ * ones decided before the stream opens (`-32021`, bad arguments, unknown tool: the call has no
+ * `sync` lane, classify.ts). `task_status` answers an unknown or foreign id with an `isError` result, not
  * an error (spec transport §11: an unknown handle is a tool execution error).
  */
 import { ProtocolError } from '@modelcontextprotocol/server';
@@ -89,4 +91,12 @@ export function echoableId(body: unknown): string | number | null {
   const { method, id } = body as { method?: unknown; id?: unknown };
   if (typeof method !== 'string') return null;
   return typeof id === 'string' || typeof id === 'number' ? id : null;
+}
+
+/**
+ * `-32603` for an unexpected failure of a prompt or resource handler (`what`: e.g.
+ * "Prompt summarize"): the client gets an error id to quote, the details stay in the log.
+ */
+export function unexpectedFailure(what: string, errorId: string): ProtocolError {
+  return new ProtocolError(ErrorCode.InternalError, `${what} failed unexpectedly (error id ${errorId})`, { errorId });
 }

@@ -6,7 +6,7 @@
  */
 import { ProtocolError } from '@modelcontextprotocol/server';
 import type { TaskRecord } from '@mcp-tasks/task-store';
-import type { ToolDefinition } from '@mcp-tasks/tools';
+import { structuredResult, type ToolDefinition } from '@mcp-tasks/tools';
 import type { Call, Gateway } from './context.js';
 import { ErrorCode, storeUnavailable } from './errors.js';
 import { TASK_STATUS_TOOL } from './task-status.js';
@@ -28,29 +28,36 @@ export async function handOff(gw: Gateway, call: Call, rec: TaskRecord, tool: To
   // another request handed it off: that one carries the id).
   if (d.code === 'ok') call.exchange.createdTaskId = rec.taskId;
   gw.log.info({ taskId: rec.taskId, tool: tool.name, budgetMs, why, detached: d.code }, 'sync.handed_off');
-  const secs = Math.round(budgetMs / 1000);
-  return handedOffResult(rec, tool, why === 'budget' ? `is still running after ${secs} s` : 'is still running and the server holding this call is restarting');
+  return handedOffResult(rec, tool, why, budgetMs);
 }
 
-/** The result that hands a running call over to `task_status` (D1): plain words + `structuredContent.next`. */
-export function handedOffResult(rec: TaskRecord, tool: ToolDefinition, because: string) {
+/** Why a call was handed off: its budget ran out, its gateway is shutting down, or an earlier request of the same call handed it off. */
+export type HandOffReason = 'budget' | 'shutdown' | 'earlier';
+
+const BECAUSE: Record<HandOffReason, (budgetMs: number) => string> = {
+  budget: (ms) => `is still running after ${Math.round(ms / 1000)} s`,
+  shutdown: () => 'is still running and the server holding this call is restarting',
+  earlier: () => 'was handed off to the background by an earlier request',
+};
+
+/**
+ * The result that hands a running call over to `task_status` (D1). The instruction is in
+ * `structuredContent.summary` as well as in `content` (D11: Claude Code shows the model only
+ * `structuredContent`), next to the machine-readable `taskId`, `status`, `statusMessage`,
+ * `pollIntervalMs` and `next` ({tool, arguments}).
+ * @param budgetMs the call's budget (ms), named in the `budget` sentence.
+ */
+export function handedOffResult(rec: TaskRecord, tool: ToolDefinition, why: HandOffReason, budgetMs = 0) {
   const latest = rec.statusMessage ? ` Latest progress: ${rec.statusMessage}.` : '';
-  return {
-    content: [
-      {
-        type: 'text',
-        text:
-          `${tool.name} ${because}, so it continues in the background as task ${rec.taskId}.${latest} ` +
-          `To check on it and get its result when it is done, call the tool ${TASK_STATUS_TOOL} with {"taskId":"${rec.taskId}"}. ` +
-          `Its result is kept until ${new Date(rec.createdAt + rec.ttlMs).toISOString()}.`,
-      },
-    ],
-    structuredContent: {
-      taskId: rec.taskId,
-      status: rec.status,
-      ...(rec.statusMessage ? { statusMessage: rec.statusMessage } : {}),
-      pollIntervalMs: rec.pollIntervalMs,
-      next: { tool: TASK_STATUS_TOOL, arguments: { taskId: rec.taskId } },
-    },
-  };
+  return structuredResult({
+    summary:
+      `${tool.name} ${BECAUSE[why](budgetMs)}, so it continues in the background as task ${rec.taskId}.${latest} ` +
+      `To check on it and get its result when it is done, call the tool ${TASK_STATUS_TOOL} with {"taskId":"${rec.taskId}"}. ` +
+      `Its result is kept until ${new Date(rec.createdAt + rec.ttlMs).toISOString()}.`,
+    taskId: rec.taskId,
+    status: rec.status,
+    ...(rec.statusMessage ? { statusMessage: rec.statusMessage } : {}),
+    pollIntervalMs: rec.pollIntervalMs,
+    next: { tool: TASK_STATUS_TOOL, arguments: { taskId: rec.taskId } },
+  });
 }

@@ -6,10 +6,15 @@
  * equal the body after Base64-sentinel decoding; otherwise HTTP 400 with `-32020`
  * (`HeaderMismatch`) and `data.mismatch {header, body}`.
  *
- * The SDK applies the same checks inside `createMcpHandler` but does not export them; the
- * requests the gateway answers itself (task listen streams, and any lane that skips the SDK's
- * per-request server) go through this module, which mirrors the SDK's rules and messages word
- * for word so a client cannot tell the paths apart.
+ * A `tools/call` is also checked for its `Mcp-Param-*` headers against the arguments the tool
+ * annotates with `x-mcp-header` (`checkParamHeaders`; SEP-2243, H-15, H-17).
+ *
+ * The SDK applies the same checks inside `createMcpHandler` but does not export them (and runs
+ * the `Mcp-Param-*` one only for `McpServer` tools; the gateway's per-request server is the
+ * low-level `Server`). This module is the one validator: the classification (classify.ts) runs
+ * it for every request, so every lane (listen streams, inline, synchronous, task) is checked
+ * alike, and it mirrors the SDK's rules and messages word for word so a client cannot tell the
+ * paths apart.
  */
 import type { InboundLadderRejection } from '@modelcontextprotocol/server';
 import { ErrorCode } from './errors.js';
@@ -98,4 +103,84 @@ export function checkStandardHeaders(h: StandardHeaders, method: string, params:
     return headerMismatch('name-header-mismatch', header, `the body carries params.${field}="${bodyValue}" but the Mcp-Name header names "${decoded}"`);
   }
   return undefined;
+}
+
+/** One `x-mcp-header` declaration of a tool (packages/tools x-mcp-header.ts). */
+export interface ParamHeaderDeclaration {
+  path: readonly string[];
+  headerName: string;
+  type: string | undefined;
+}
+
+const PARAM_HEADER_PREFIX = 'Mcp-Param-';
+const CANONICAL_DECIMAL = /^-?\d+(\.\d+)?$/;
+
+/** An argument as its header carries it (H-17): strings as is, numbers in decimal, booleans `true`/`false`. */
+function paramToString(value: unknown): string | undefined {
+  if (typeof value === 'string') return value;
+  if (typeof value === 'boolean') return value ? 'true' : 'false';
+  if (typeof value === 'number') {
+    if (!Number.isFinite(value)) return undefined;
+    if (Number.isInteger(value) && !Number.isSafeInteger(value)) return undefined;
+    return String(value);
+  }
+  return undefined;
+}
+
+function valueAtPath(root: unknown, path: readonly string[]): unknown {
+  let node = root;
+  for (const key of path) {
+    if (node === null || typeof node !== 'object') return undefined;
+    node = (node as Record<string, unknown>)[key];
+  }
+  return node;
+}
+
+/** The header as the Fetch `Headers.get` the SDK reads would give it (repeated values joined). */
+function headerValue(headers: Record<string, string | string[] | undefined>, name: string): string | undefined {
+  const v = headers[name.toLowerCase()];
+  if (v === undefined) return undefined;
+  return stripOws(Array.isArray(v) ? v.join(', ') : v);
+}
+
+/**
+ * The `Mcp-Param-*` headers of a 2026-07-28 `tools/call` checked against its `arguments`
+ * (SEP-2243; H-15, H-17): for each `x-mcp-header` declaration of the tool whose argument is
+ * present and not `null`, the `Mcp-Param-<Name>` header must be present and, after
+ * Base64-sentinel decoding, equal the argument (integers and numbers compared numerically, so
+ * `42.0` matches `42`); a sentinel whose payload is not canonical Base64 of UTF-8 is refused.
+ * A header sent for an absent or `null` argument is ignored. Mirrors the SDK's
+ * `validateMcpParamHeaders` (rules and messages), which the SDK applies to `McpServer` tools only.
+ * @param args the request's raw `params.arguments`.
+ * @returns HTTP 400 / `-32020` with `data.mismatch {header, body}`, or undefined when they agree.
+ */
+export function checkParamHeaders(
+  declarations: readonly ParamHeaderDeclaration[],
+  args: unknown,
+  headers: Record<string, string | string[] | undefined>,
+): InboundLadderRejection | undefined {
+  for (const decl of declarations) {
+    const headerKey = `${PARAM_HEADER_PREFIX}${decl.headerName}`;
+    const header = headerValue(headers, headerKey);
+    const bodyRaw = valueAtPath(args, decl.path);
+    if (bodyRaw === undefined || bodyRaw === null) continue;
+    const bodyString = paramToString(bodyRaw);
+    if (bodyString === undefined) continue;
+    const where = decl.path.join('.');
+    if (header === undefined) {
+      return paramMismatch('param-header-missing', headerKey, `the body carries ${where}=${JSON.stringify(bodyRaw)} but the ${headerKey} header is absent`);
+    }
+    const decoded = decodeHeaderValue(header);
+    if (decoded === undefined) return paramMismatch('param-header-invalid-encoding', headerKey, `the ${headerKey} header carries an invalid Base64 sentinel value`);
+    const numeric = (decl.type === 'integer' || decl.type === 'number') && CANONICAL_DECIMAL.test(decoded) && typeof bodyRaw === 'number';
+    if (!(numeric ? Number(decoded) === bodyRaw : decoded === bodyString)) {
+      return paramMismatch('param-header-mismatch', headerKey, `the ${headerKey} header decodes to ${JSON.stringify(decoded)} but the body carries ${where}=${JSON.stringify(bodyRaw)}`);
+    }
+  }
+  return undefined;
+}
+
+/** `-32020` for an `Mcp-Param-*` disagreement: the SDK's shape, with `data.mismatch` naming the header. */
+function paramMismatch(cell: string, header: string, body: string): InboundLadderRejection {
+  return { ...headerMismatch(cell, header, body), rung: 'param-header-validation' };
 }

@@ -55,10 +55,8 @@ export function createTaskListen(deps: Pick<GatewayDeps, 'config' | 'log' | 'sto
   const { config, log, store, events } = deps;
   const open = new Set<(graceful: boolean) => void>();
 
-  async function serve(_req: FastifyRequest, reply: FastifyReply, body: McpBody, principal: string, c: Classification): Promise<void> {
-    // The ladder the SDK applies to every modern request (H-11, H-12, H-15), from the route's
-    // one classification.
-    if (c.rejected) return reply.code(c.rejected.httpStatus).send(jsonRpcErrorBody(echoableId(body), c.rejected.code, c.rejected.message, c.rejected.data));
+  async function serve(_req: FastifyRequest, reply: FastifyReply, body: McpBody, principal: string, _c: Classification): Promise<void> {
+    // The route has answered the ladder's rejections (H-11, H-12, H-15) before getting here.
     if (!(typeof body.id === 'string' || typeof body.id === 'number')) {
       return reply.code(400).send(jsonRpcErrorBody(null, ErrorCode.InvalidRequest, 'subscriptions/listen must be a request'));
     }

@@ -10,7 +10,7 @@ import { authStartupWarnings, ConfigError, loadConfig } from '@mcp-tasks/config'
 import { createLogger } from '@mcp-tasks/observability';
 import { TaskStore } from '@mcp-tasks/task-store';
 import { connectOrExplain, createRedis, evictionPolicy, JobQueues, TaskEvents, watchRedis } from '@mcp-tasks/jobs';
-import { createRegistry } from '@mcp-tasks/tools';
+import { createPromptRegistry, createRegistry, createResourceRegistry } from '@mcp-tasks/tools';
 import { taskStatusTool } from './task-status.js';
 import { buildApp } from './app.js';
 
@@ -49,7 +49,9 @@ async function main() {
   const unknownBudgets = Object.keys(config.sync.budgetMsByTool).filter((name) => !registry.get(name));
   if (unknownBudgets.length) log.warn({ tools: unknownBudgets }, 'config.sync_budget_unknown_tools: SYNC_BUDGET_MS_BY_TOOL names tools that are not enabled (MCP_TOOLSETS)');
   const redisHealth = watchRedis(redis);
-  const app = await buildApp({ config, log, store, queues, events, registry, redis, redisHealth });
+  const prompts = createPromptRegistry(config.toolsets);
+  const resources = createResourceRegistry(config.toolsets);
+  const app = await buildApp({ config, log, store, queues, events, registry, prompts, resources, redis, redisHealth });
 
   try {
     await app.listen({ host: config.host, port: config.port });
@@ -59,7 +61,7 @@ async function main() {
   }
   const addr = app.server.address();
   const port = typeof addr === 'object' && addr ? addr.port : config.port;
-  log.info({ url: `http://${config.host}:${port}/mcp`, toolsets: config.toolsets, tools: registry.size }, 'gateway.ready');
+  log.info({ url: `http://${config.host}:${port}/mcp`, toolsets: config.toolsets, tools: registry.size, prompts: prompts.size, resources: resources.size }, 'gateway.ready');
 
   let stopping = false;
   const shutdown = async (sig: string) => {

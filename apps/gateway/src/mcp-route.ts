@@ -104,6 +104,13 @@ export function createMcpRoute(gw: Gateway, redisHealth: RedisHealth, limits: Li
             http: { method: req.method, headers: req.headers },
           });
           if (log.isLevelEnabled('debug')) log.debug({ method: c.method, id: c.id, lane: c.lane, principal: req.principal, headers: req.headers }, 'mcp.request');
+          // The validation ladder's verdict (classify.ts): the `_meta` envelope (B-05), the
+          // version (H-11, H-12), the standard headers and the `Mcp-Param-*` headers (H-15,
+          // H-17), answered before anything is counted, reserved or run.
+          if (c.rejected) {
+            log.debug({ cell: c.rejected.cell, method: c.method }, 'mcp.rejected');
+            return reply.code(c.rejected.httpStatus).send(jsonRpcErrorBody(echoableId(body), c.rejected.code, c.rejected.message, c.rejected.data));
+          }
           if (needsRedis(c) && !redisHealth.ok) {
             return reply.code(503).header('retry-after', '5').send(jsonRpcErrorBody(c.id, ErrorCode.InternalError, 'Task store unavailable; retry later'));
           }
@@ -113,7 +120,7 @@ export function createMcpRoute(gw: Gateway, redisHealth: RedisHealth, limits: Li
           // It also takes a slot among the principal's unfinished tasks (MAX_OUTSTANDING_TASKS),
           // reserved here so a full principal gets 429 before anything runs.
           let reservation: Exchange['reservation'];
-          if ((c.lane === 'task' || c.lane === 'sync') && !c.continues && !c.rejected) {
+          if ((c.lane === 'task' || c.lane === 'sync') && !c.continues) {
             const refused = await limits.creation(req, principal);
             if (refused) return sendRefusal(reply, c.id, refused);
             const taskId = newTaskId();
@@ -143,7 +150,9 @@ export function createMcpRoute(gw: Gateway, redisHealth: RedisHealth, limits: Li
           if (config.hotPath && servesHot(c, body!)) return serveHot(gw, c, body!, principal, reply);
           // A known client bug (clients.md 5c): after negotiating an older revision, the client
           // sends a newer MCP-Protocol-Version header. On the 2025 lane the negotiated version is
-          // what counts, so an unknown value there is dropped rather than refused with 400.
+          // what counts, so an unknown pre-2026 value there is dropped rather than refused with
+          // 400. A header naming a 2026 (or later) revision on a body without the `_meta`
+          // envelope never gets here: the ladder refused it above (-32602, HTTP 400, B-05).
           const headerVersion = req.headers['mcp-protocol-version'];
           if (body && typeof body === 'object' && c.era === 'legacy' && typeof headerVersion === 'string' && !LEGACY_VERSIONS.has(headerVersion)) {
             log.debug({ headerVersion, method: c.method }, 'mcp.legacy_header_version_ignored');

@@ -1,12 +1,12 @@
 /**
  * Multi round-trip requests run by the gateway (spec transport §6, M-01..M-08): a gateway tool
- * (`runsIn: 'gateway'`) or a pre-task round (T-16) asks with `input_required` and a signed
- * `requestState`; the client's retry carries the answers and the state back, to any replica
- * (D7: the signing keys are shared).
+ * (`runsIn: 'gateway'`), a pre-task round (T-16) or a prompt (`prompts/get`, M-01) asks with
+ * `input_required` and a signed `requestState`; the client's retry carries the answers and the
+ * state back, to any replica (D7: the signing keys are shared).
  *
  * Continuations (the signed payload; signed, not encrypted: it holds no secret):
- *  - `inline` / `pre`: the step that asked, its state and the requests it issued (`q`, to
- *    validate and re-ask);
+ *  - `inline` / `pre` / `prompt`: the step that asked, its state and the requests it issued
+ *    (`q`, to validate and re-ask); `tool` names the tool or the prompt;
  *  - `sync`: a synchronous call whose task waits for input (sync-call.ts);
  *  - `status`: `task_status` relaying a handed-off task's question (task-status.ts).
  * Every continuation is bound to the principal (M-06) and to the tool and a digest of its
@@ -16,13 +16,13 @@
  */
 import { createHash } from 'node:crypto';
 import { inputRequired as sdkInputRequired } from '@modelcontextprotocol/server';
-import type { InputRequired, ToolDefinition } from '@mcp-tasks/tools';
+import type { InputRequired } from '@mcp-tasks/tools';
 import type { Call, Gateway } from './context.js';
 import { acceptedAnswers } from './answers.js';
 import { invalidParams } from './errors.js';
 
-/** A round run in the gateway (inline tools, pre-task rounds). */
-export type MrtrRound = { k: 'inline' | 'pre'; tool: string; args: string; step: number; state: unknown; q: Record<string, unknown> };
+/** A round run in the gateway (inline tools, pre-task rounds, prompts). */
+export type MrtrRound = { k: 'inline' | 'pre' | 'prompt'; tool: string; args: string; step: number; state: unknown; q: Record<string, unknown> };
 
 /** Every signed continuation this service mints. */
 export type Continuation = MrtrRound | { k: 'sync' | 'status'; tool: string; args: string; taskId: string };
@@ -68,13 +68,13 @@ export async function askRound(gw: Gateway, call: Call, k: MrtrRound['k'], tool:
  * the continuation so a replayed retry cannot run the next step twice (M-07, B-17h).
  * @returns the step to run, its state and the accepted answers, or the `input_required` to send back.
  */
-export async function continueRound(gw: Gateway, call: Call, k: MrtrRound['k'], tool: ToolDefinition, args: unknown, responses: Record<string, unknown>) {
+export async function continueRound(gw: Gateway, call: Call, k: MrtrRound['k'], name: string, args: unknown, responses: Record<string, unknown>) {
   const rs = continuationOf(call);
   if (rs?.k !== k) return { step: 1, state: undefined as unknown, responses: {} };
   const answers = acceptedAnswers(rs.q, responses, gw.config.limits.maxInputResponsesBytes);
   await spend(gw, rs.nonce);
   if (Object.keys(rs.q).some((key) => !(key in answers))) {
-    return { again: await askRound(gw, call, k, tool.name, args, rs.step, { inputRequests: rs.q as InputRequired['inputRequests'], state: rs.state }) };
+    return { again: await askRound(gw, call, k, name, args, rs.step, { inputRequests: rs.q as InputRequired['inputRequests'], state: rs.state }) };
   }
   return { step: rs.step + 1, state: rs.state, responses: answers };
 }

@@ -1,18 +1,26 @@
 /**
  * The MCP server factory: one fresh low-level `Server` per request (sdk-notes §1.3), wired to
  * the process-wide `Gateway`. It only registers handlers; each lives in its own module:
- *  - `tools/list`  the enabled tools (registry, built once);
+ *  - `tools/list`  the enabled tools (registry, built once, fixed order);
  *  - `tools/call`  tools-call.ts;
- *  - `tasks/get`, `tasks/update`, `tasks/cancel`  tasks-methods.ts (Tasks extension).
- * `server/discover`, header validation (`-32020`), version errors (`-32022`), `-32601` for
- * `tasks/list` / `tasks/result`, and the verification of `requestState` (through our codec) are
- * the SDK's.
+ *  - `tasks/get`, `tasks/update`, `tasks/cancel`  tasks-methods.ts (Tasks extension);
+ *  - `prompts/*`  prompts.ts, `resources/*`  resources.ts, `completion/complete`  completions.ts,
+ *    each registered (and its capability advertised) only when the enabled tool sets have
+ *    something to serve there, so a client never sees a capability that answers `-32601`.
+ * `logging` is advertised always: gateway-run tools may log (`ctx.log`), which the SDK sends
+ * only to requests that set `_meta.logLevel` (L-01).
+ * `server/discover`, version errors (`-32022`), `-32601` for `tasks/list` / `tasks/result` and
+ * removed methods, and the verification of `requestState` (through our codec) are the SDK's;
+ * header validation (`-32020`) is the route's (classify.ts, headers.ts).
  */
-import { Server, type McpServerFactory, type ServerContext } from '@modelcontextprotocol/server';
+import { Server, type McpServerFactory, type ServerCapabilities, type ServerContext } from '@modelcontextprotocol/server';
 import { z } from 'zod';
 import type { Era } from './classify.js';
 import { exchangeOf, SERVER_INFO, type Call, type Exchange, type Gateway } from './context.js';
 import { TASKS_EXTENSION } from './errors.js';
+import { registerCompletions } from './completions.js';
+import { registerPrompts } from './prompts.js';
+import { registerResources } from './resources.js';
 import { cancelTask, gateTasks, getTask, updateTask } from './tasks-methods.js';
 import { toolsCall } from './tools-call.js';
 
@@ -36,12 +44,27 @@ function callOf(era: Era, ctx: ServerContext): Call {
 
 /** Builds the per-request server factory over the process-wide gateway services. */
 export function createServerFactory(gw: Gateway): McpServerFactory {
+  const completes = gw.prompts.completes || gw.resources.completes;
+  const capabilities: ServerCapabilities = {
+    tools: {},
+    logging: {},
+    ...(gw.prompts.size ? { prompts: {} } : {}),
+    ...(gw.resources.size ? { resources: {} } : {}),
+    ...(completes ? { completions: {} } : {}),
+  };
   return ({ era }) => {
     const server = new Server(SERVER_INFO, {
-      // The extension exists only on the 2026-07-28 wire (T-07); 2025 clients never get tasks.
-      capabilities: era === 'modern' ? { tools: {}, extensions: { [TASKS_EXTENSION]: {} } } : { tools: {} },
+      capabilities: {
+        ...capabilities,
+        // The extension exists only on the 2026-07-28 wire (T-07); 2025 clients never get tasks.
+        ...(era === 'modern' ? { extensions: { [TASKS_EXTENSION]: {} } } : {}),
+      },
       requestState: { verify: (state, ctx) => gw.codec.verify(state, callOf(era, ctx).principal) },
     });
+    const call = (ctx: ServerContext) => callOf(era, ctx);
+    if (gw.prompts.size) registerPrompts(server, gw, call);
+    if (gw.resources.size) registerResources(server, gw, call);
+    if (completes) registerCompletions(server, gw);
 
     server.setRequestHandler('tools/list', async () => ({ tools: gw.registry.list() as never }));
 

@@ -149,7 +149,7 @@ export async function resumeSync(gw: Gateway, call: Call, taskId: string, tool: 
   if (!rec || rec.owner !== call.principal) throw invalidParams('requestState refers to a call that no longer exists');
   if (rec.mode !== 'sync') {
     if (rec.status === 'input_required') await answerTask(gw, rec, responses, call.principal, 'task');
-    return handedOffResult((await store.get(taskId)) ?? rec, tool, 'was handed off to the background by an earlier request');
+    return handedOffResult((await store.get(taskId)) ?? rec, tool, 'earlier');
   }
   // Relay only what the next step reports.
   const fromId = await store.lastProgressId(taskId).catch(() => '0');

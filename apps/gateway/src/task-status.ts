@@ -12,11 +12,13 @@
  *    (validated as in `tasks/update`) and it resumes;
  *  - unknown, expired or someone else's id: an `isError` result (spec transport §11: an unknown
  *    handle is a tool execution error).
+ * Every result with `structuredContent` carries its sentence in `structuredContent.summary` too
+ * (D11: Claude Code shows the model only `structuredContent`).
  */
 import { z } from 'zod';
 import { inputRequired as sdkInputRequired } from '@modelcontextprotocol/server';
-import { isWellFormedTaskId } from '@mcp-tasks/task-store';
-import { defineTool, type ToolDefinition } from '@mcp-tasks/tools';
+import { isWellFormedTaskId, type TaskRecord } from '@mcp-tasks/task-store';
+import { defineTool, structuredResult, textResult, type ToolDefinition } from '@mcp-tasks/tools';
 import type { Call, Gateway } from './context.js';
 import { storeUnavailable } from './errors.js';
 import { continuationOf, digest, spend } from './mrtr.js';
@@ -38,14 +40,46 @@ export const taskStatusTool = defineTool({
   },
 }) as unknown as ToolDefinition;
 
+/** The answer for an id that is unknown, expired, malformed or someone else's (no structuredContent). */
+export const taskNotFound = (taskId: string) => textResult(`There is no task ${taskId} for you: the id is wrong, or the task expired.`, { isError: true });
+
+/**
+ * What `task_status` answers for a task in `rec`'s state, when it does not ask the task's
+ * question through MRTR (see the module docstring): `completed` → the tool's own result;
+ * `failed` / `cancelled` → `isError`; `input_required` → says the client cannot show the
+ * question; `working` → the latest progress and to call again.
+ */
+export function statusResult(rec: TaskRecord) {
+  const { taskId } = rec;
+  const label = `Task ${taskId} (${rec.tool})`;
+  const msg = rec.statusMessage ? `: ${rec.statusMessage}` : '';
+  const fields = { taskId, status: rec.status, ...(rec.statusMessage ? { statusMessage: rec.statusMessage } : {}) };
+  switch (rec.status) {
+    case 'completed':
+      return { ...(rec.result ?? { content: [] }) };
+    case 'failed':
+      return structuredResult({ summary: `${label} failed: ${rec.error?.message ?? 'unknown error'}`, ...fields }, { isError: true });
+    case 'cancelled':
+      return structuredResult({ summary: `${label} was cancelled${msg}`, ...fields }, { isError: true });
+    case 'input_required':
+      return structuredResult({
+        summary: `${label} is waiting for an answer from the user${msg}, but this client cannot show the question (it needs MCP 2026-07-28 with elicitation).`,
+        ...fields,
+      });
+    default:
+      return structuredResult({
+        summary: `${label} is still working${msg}. Call ${TASK_STATUS_TOOL} with {"taskId":"${taskId}"} again in a little while.`,
+        ...fields,
+        pollIntervalMs: rec.pollIntervalMs,
+      });
+  }
+}
+
 /** Serves one `task_status` call (see the module docstring). */
 export async function taskStatus(gw: Gateway, call: Call, args: { taskId: string }, responses: Record<string, unknown>) {
   const { store, log } = gw;
   const { taskId } = args;
-  const notFound = {
-    content: [{ type: 'text', text: `There is no task ${taskId} for you: the id is wrong, or the task expired.` }],
-    isError: true,
-  };
+  const notFound = taskNotFound(taskId);
   if (!isWellFormedTaskId(taskId)) return notFound;
   let rec = await store.get(taskId).catch(() => {
     throw storeUnavailable();
@@ -58,33 +92,14 @@ export async function taskStatus(gw: Gateway, call: Call, args: { taskId: string
     log.info({ taskId, outcome: r.code }, 'task_status.answered');
     rec = (await store.get(taskId)) ?? rec;
   }
-  const label = `Task ${taskId} (${rec.tool})`;
-  const msg = rec.statusMessage ? `: ${rec.statusMessage}` : '';
-  const structured = { taskId, status: rec.status, ...(rec.statusMessage ? { statusMessage: rec.statusMessage } : {}) };
-  switch (rec.status) {
-    case 'completed':
-      return { ...(rec.result ?? { content: [] }) };
-    case 'failed':
-      return { content: [{ type: 'text', text: `${label} failed: ${rec.error?.message ?? 'unknown error'}` }], structuredContent: structured, isError: true };
-    case 'cancelled':
-      return { content: [{ type: 'text', text: `${label} was cancelled${msg}` }], structuredContent: structured, isError: true };
-    case 'input_required': {
-      const needsElicitation = Object.values(rec.inputRequests).some((q) => (q as { method?: string }).method === 'elicitation/create');
-      if (call.era === 'modern' && (!needsElicitation || call.caps.elicitation !== undefined)) {
-        return sdkInputRequired({
-          inputRequests: rec.inputRequests as never,
-          requestState: await gw.codec.mint({ k: 'status', tool: TASK_STATUS_TOOL, args: digest(args), taskId }, call.principal),
-        });
-      }
-      return {
-        content: [{ type: 'text', text: `${label} is waiting for an answer from the user${msg}, but this client cannot show the question (it needs MCP 2026-07-28 with elicitation).` }],
-        structuredContent: structured,
-      };
+  if (rec.status === 'input_required') {
+    const needsElicitation = Object.values(rec.inputRequests).some((q) => (q as { method?: string }).method === 'elicitation/create');
+    if (call.era === 'modern' && (!needsElicitation || call.caps.elicitation !== undefined)) {
+      return sdkInputRequired({
+        inputRequests: rec.inputRequests as never,
+        requestState: await gw.codec.mint({ k: 'status', tool: TASK_STATUS_TOOL, args: digest(args), taskId }, call.principal),
+      });
     }
-    default:
-      return {
-        content: [{ type: 'text', text: `${label} is still working${msg}. Call ${TASK_STATUS_TOOL} again in a little while.` }],
-        structuredContent: { ...structured, pollIntervalMs: rec.pollIntervalMs },
-      };
   }
+  return statusResult(rec);
 }

@@ -7,14 +7,16 @@
  *    (`CreateTaskResult`, T-11, T-15);
  *  - `sync`: a task in `sync` mode, the request held until the result (sync-call.ts);
  *    an MRTR retry of such a call resumes it.
- * Calls without a lane are answered here with their error: unknown tool or bad arguments
- * (`-32602`), a task-only tool without the extension (`-32021`, T-04), a missing capability
+ * Calls without a lane are answered here with their error: unknown tool or arguments over
+ * MAX_ARGUMENTS_BYTES (`-32602`), arguments the tool's schema refuses (an `isError` result with
+ * the validation message: SEP-1303, spec 2025-11-25 "input validation errors are tool execution
+ * errors"), a task-only tool without the extension (`-32021`, T-04), a missing capability
  * (`-32021`, B-07; on the 2025 lane an `isError` result).
  */
 import { ProtocolError } from '@modelcontextprotocol/server';
 import { newErrorId } from '@mcp-tasks/observability';
 import { toCreateTaskResult, unexpectedToolError } from '@mcp-tasks/task-store';
-import { isInputRequired, ToolCancelled, ToolProtocolError, abortableSleep, type InputResponse, type ToolContext, type ToolDefinition } from '@mcp-tasks/tools';
+import { isInputRequired, ToolCancelled, ToolProtocolError, abortableSleep, unreadableFacts, type InputResponse, type ToolContext, type ToolDefinition } from '@mcp-tasks/tools';
 import type { Call, Gateway } from './context.js';
 import { classify } from './classify.js';
 import { invalidParams, missingCapability, tasksExtensionRequired } from './errors.js';
@@ -24,7 +26,7 @@ import { startTask } from './task-create.js';
 import { TASK_STATUS_TOOL, taskStatus } from './task-status.js';
 
 /** The context of a step run in the gateway (inline tools, pre-task rounds). */
-function inlineContext(gw: Gateway, call: Call, step: number, state: unknown, responses: Record<string, unknown>): ToolContext {
+function inlineContext(gw: Gateway, call: Call, tool: string, step: number, state: unknown, responses: Record<string, unknown>): ToolContext {
   const signal = call.ctx.mcpReq.signal;
   return {
     signal,
@@ -37,6 +39,11 @@ function inlineContext(gw: Gateway, call: Call, step: number, state: unknown, re
     settings: { researchPhaseMs: gw.config.demo.researchPhaseMs, ...gw.config.testing },
     sleep: (ms) => abortableSleep(ms, signal),
     progress: async () => undefined,
+    // `notifications/message` on this request's stream when it set a log level at or below
+    // `level` (the SDK applies L-01); otherwise nothing is sent.
+    log: async (level, data) => {
+      await call.ctx.mcpReq.log(level, data, tool).catch(() => undefined);
+    },
   };
 }
 
@@ -45,7 +52,7 @@ function inlineContext(gw: Gateway, call: Call, step: number, state: unknown, re
  * protocol error keeps its code and message; anything else is a generic `-32603` with an error
  * id, and the details go to the log only.
  */
-function toProtocolError(gw: Gateway, e: unknown, tool: string): ProtocolError {
+export function toProtocolError(gw: Gateway, e: unknown, tool: string): ProtocolError {
   if (e instanceof ProtocolError) return e;
   if (e instanceof ToolProtocolError) return new ProtocolError(e.code, e.message, e.data);
   const errorId = newErrorId();
@@ -61,7 +68,10 @@ export async function toolsCall(gw: Gateway, call: Call, params: { name: string;
   if (c.method !== 'tools/call') c = classify({ method: 'tools/call', params }, gw.registry);
   const tool = c.tool;
   if (!tool) throw invalidParams(`Unknown tool: ${params.name}`);
-  if (!c.args) throw invalidParams(`Invalid arguments for tool ${tool.name}: ${c.argsError}`);
+  if (c.argsTooLarge) throw invalidParams(`Invalid arguments for tool ${tool.name}: ${c.argsTooLarge}`);
+  // SEP-1303: arguments the tool's schema refuses are a tool execution error, so the model
+  // reads what is wrong and can call again.
+  if (!c.args) return { content: [{ type: 'text', text: `Invalid arguments for tool ${tool.name}: ${c.argsError ?? 'invalid'}` }], isError: true };
   let args = c.args;
   if (tool.taskSupport === 'required' && !call.declaresTasks) {
     // A 2025 client cannot declare the 2026 extension: tell it (and its model) in a result.
@@ -90,9 +100,9 @@ export async function toolsCall(gw: Gateway, call: Call, params: { name: string;
   if (c.lane === 'inline') return runInline(gw, call, tool, args, responses);
 
   if (tool.preTask) {
-    const round = await continueRound(gw, call, 'pre', tool, args, responses);
+    const round = await continueRound(gw, call, 'pre', tool.name, args, responses);
     if ('again' in round) return round.again;
-    const pre = await tool.preTask(args, inlineContext(gw, call, round.step, round.state, round.responses));
+    const pre = await tool.preTask(args, inlineContext(gw, call, tool.name, round.step, round.state, round.responses));
     if ('kind' in pre && pre.kind === 'input_required') return askRound(gw, call, 'pre', tool.name, args, round.step, pre);
     args = (pre as { args: Record<string, unknown> }).args;
   }
@@ -108,11 +118,14 @@ export async function toolsCall(gw: Gateway, call: Call, params: { name: string;
 
 /** A gateway tool, with its MRTR rounds. */
 async function runInline(gw: Gateway, call: Call, tool: ToolDefinition, args: Record<string, unknown>, responses: Record<string, unknown>) {
-  const round = await continueRound(gw, call, 'inline', tool, args, responses);
+  const round = await continueRound(gw, call, 'inline', tool.name, args, responses);
   if ('again' in round) return round.again;
   try {
-    const out = await tool.run(args, inlineContext(gw, call, round.step, round.state, round.responses));
+    const out = await tool.run(args, inlineContext(gw, call, tool.name, round.step, round.state, round.responses));
     if (isInputRequired(out)) return askRound(gw, call, 'inline', tool.name, args, round.step, out);
+    // D11: see the worker's step.result_unreadable.
+    const unreadable = unreadableFacts(out).length;
+    if (unreadable > 0) gw.log.warn({ tool: tool.name, unreadable }, 'tool.result_unreadable: put the facts of content into structuredContent (structuredResult)');
     return out;
   } catch (e) {
     if (e instanceof ToolCancelled) return { content: [{ type: 'text', text: e.message }], isError: true };

@@ -30,6 +30,7 @@ import {
   type ToolContext,
   type ToolRegistry,
   type ToolSettings,
+  unreadableFacts,
 } from '@mcp-tasks/tools';
 import { serializeResult } from './result.js';
 
@@ -165,6 +166,12 @@ export function createStepProcessor(deps: ProcessorDeps) {
       principal: claim.owner,
       settings: deps.settings,
       sleep: (ms) => abortableSleep(ms, ac.signal),
+      // Worker steps have no response stream: a tool's log lines go to this service's log only
+      // (kit.ts `ToolContext.log`).
+      async log(level, data) {
+        const at = level === 'debug' ? 'debug' : level === 'info' || level === 'notice' ? 'info' : level === 'warning' ? 'warn' : 'error';
+        jobLog[at]({ toolLevel: level, data }, 'tool.log');
+      },
       async progress(done, total, message) {
         if (ac.signal.aborted || !Number.isFinite(done)) return;
         pending = { done, ...(total === undefined ? {} : { total }), ...(message === undefined ? {} : { message }) };
@@ -210,6 +217,10 @@ export function createStepProcessor(deps: ProcessorDeps) {
       }
       const r = await ended(store.complete(taskId, fence, serialized.json, outcome.isError ? 'Finished with a tool error' : 'Done'));
       jobLog.info({ outcome: r.code, isError: outcome.isError === true, bytes: serialized.bytes }, 'step.completed');
+      // D11: a model shown only structuredContent (Claude Code) would miss what the text says.
+      // For the tool's author; the count only (a result's text may be anything).
+      const unreadable = unreadableFacts(outcome).length;
+      if (unreadable > 0) jobLog.warn({ tool: tool.name, unreadable }, 'step.result_unreadable: put the facts of content into structuredContent (structuredResult)');
       return r.code === 'ok' ? 'completed' : r.code;
     } catch (e) {
       if (e instanceof WaitingError) throw e; // released on shutdown by afterAbort(): not a tool error

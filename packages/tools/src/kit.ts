@@ -3,8 +3,45 @@
  * serves every client: as a task (worker, `tasks/get`), synchronously (worker, the gateway
  * holds the request) or, for short `forbidden` tools, inline in the gateway. The author never
  * sees wire code: `run(args, ctx)` returns a result or "input required".
+ *
+ * A tool set (`toolsets/*.ts`, enabled by `MCP_TOOLSETS`) is a `Toolset` module: its tools, and
+ * optionally prompts (prompts.ts, `definePrompt`) and resources (resources.ts,
+ * `defineResource`, `defineResourceTemplate`), which the gateway serves itself.
+ *
+ * Arguments:
+ *  - `inputSchema` (zod) validates them and types `run`; `tools/list` shows its JSON Schema
+ *    (2020-12). A failed validation is a tool execution error (`isError: true` with the
+ *    validation message, so the model can correct itself: SEP-1303), not a JSON-RPC error.
+ *  - `inputJsonSchema` (optional): a JSON Schema advertised verbatim, for what zod cannot say
+ *    (`$defs`/`$anchor`/`$ref`, `if`/`then`/`else`, …); arguments must satisfy it too.
+ *  - `mcpHeader('Region', z.string())` (or zod's `.meta({ 'x-mcp-header': 'Region' })`) on a
+ *    string, integer or boolean property: clients mirror the argument into the
+ *    `Mcp-Param-Region` header (SEP-2243) and the gateway refuses a request whose header and
+ *    argument disagree (`-32020`, HTTP 400). The registry checks every declaration when the
+ *    process starts (x-mcp-header.ts, H-18). Never annotate a secret or personal data: headers
+ *    are logged and seen by proxies.
+ *
+ * Results the model can read (design D11). Claude Code hands the model **only
+ * `structuredContent`** when a result has it, and `content` otherwise (clients.md §0.6); other
+ * clients show `content`. So:
+ *  - a result **without** `structuredContent` is plain text: build it with `textResult(text)`;
+ *  - a result **with** `structuredContent` carries everything the model needs inside it (the
+ *    report itself, the instruction, the outcome of the question), and `content` is its faithful
+ *    rendering: the same facts in words. Build it with `structuredResult({ summary, ...fields })`:
+ *    `summary` is the text a model must read, kept in `structuredContent.summary` and sent as
+ *    the one text block of `content`; the other fields are the machine-readable facts.
+ *  - `textResult` cannot take `structuredContent` (a type error), and `unreadableFacts(result)`
+ *    names what a hand-made result's text says that its `structuredContent` does not; a unit
+ *    test runs it over every path of every tool (test/unit/model-readable.test.ts).
+ * Progress (`ctx.progress`) follows the same reader: a message given with a `total` carries no
+ * percentage of its own, because clients show one computed from `total` (Claude Code appends
+ * "(NN%)", clients.md §0.10).
  */
 import type { z } from 'zod';
+import { X_MCP_HEADER_KEY } from './x-mcp-header.js';
+
+/** Severity of a log message (RFC 5424 names, as MCP's `LoggingLevel`). */
+export type LogLevel = 'debug' | 'info' | 'notice' | 'warning' | 'error' | 'critical' | 'alert' | 'emergency';
 
 /** Whether a tool may, must or must not run as a task (T-01, T-04). */
 export type TaskSupport = 'forbidden' | 'optional' | 'required';
@@ -65,11 +102,21 @@ export interface ToolContext {
   /**
    * Reports progress: `done` of `total` (units of the tool's choosing), with a short message
    * (clients cut at ~200 chars). On a task it becomes `statusMessage`; tasks get no progress
-   * notifications (T-41).
+   * notifications (T-41). With a `total`, the message says what is happening, not how much of
+   * it is done: no percentage in it (clients add their own from `total`, e.g. Claude Code's
+   * "(NN%)", so it would show twice).
    */
   progress(done: number, total?: number, message?: string): Promise<void>;
   /** Sleeps `ms`, rejecting with an `AbortError` as soon as `signal` aborts. */
   sleep(ms: number): Promise<void>;
+  /**
+   * A log message for the client (`notifications/message`, spec transport §10, deprecated in
+   * 2026-07-28 but functional). Sent on the request's response stream only when it runs in the
+   * gateway (`mode: 'inline'`) and the request set `_meta["io.modelcontextprotocol/logLevel"]`
+   * at or below `level` (L-01); otherwise (no log level, a worker step, a task) it goes to the
+   * service's own log only. Never log a secret.
+   */
+  log(level: LogLevel, data: unknown): Promise<void>;
   /** Settings from configuration the demo tools use (ms). */
   settings: ToolSettings;
 }
@@ -86,6 +133,12 @@ export interface ToolDefinition<S extends z.ZodObject = z.ZodObject> {
   title?: string;
   description: string;
   inputSchema: S;
+  /**
+   * The `inputSchema` that `tools/list` advertises, verbatim, when zod cannot express it (JSON
+   * Schema 2020-12, root `type: "object"`). Arguments must satisfy both this schema and
+   * `inputSchema` (which then only types `run`).
+   */
+  inputJsonSchema?: Record<string, unknown>;
   taskSupport: TaskSupport;
   /** `gateway`: short `forbidden` tools run inline in the gateway (D1). Default `worker`. */
   runsIn?: 'gateway' | 'worker';
@@ -109,9 +162,80 @@ export function defineTool<S extends z.ZodObject>(def: ToolDefinition<S>): ToolD
   return def;
 }
 
-/** A text `CallToolResult`. */
-export function textResult(text: string, extra: Partial<ToolResult> = {}): ToolResult {
-  return { content: [{ type: 'text', text }], ...extra };
+/**
+ * Annotates a string, integer or boolean argument with `x-mcp-header` (SEP-2243): clients send
+ * its value in the `Mcp-Param-<headerName>` header too, so that proxies can route on it without
+ * reading the body; the gateway checks that they agree. `headerName` is an RFC 9110 token,
+ * unique (case-insensitively) within the tool's schema. Example:
+ * `z.object({ region: mcpHeader('Region', z.string()) })`.
+ */
+export function mcpHeader<T extends z.ZodType>(headerName: string, schema: T): T {
+  return schema.meta({ [X_MCP_HEADER_KEY]: headerName }) as T;
+}
+
+/**
+ * A plain text `CallToolResult`: one text block, no `structuredContent` (D11). For a result
+ * with machine-readable fields use `structuredResult`.
+ */
+export function textResult(text: string, extra: { isError?: boolean } = {}): ToolResult {
+  return { content: [{ type: 'text', text }], ...(extra.isError === undefined ? {} : { isError: extra.isError }) };
+}
+
+/**
+ * The fields of a structured result: `summary` (what the result says, in words: everything the
+ * model needs to read) and any JSON fields beside it.
+ */
+export type StructuredFields = { summary: string } & Record<string, unknown>;
+
+/**
+ * A `CallToolResult` with `structuredContent` that a model can read whatever it is shown (D11):
+ * `structuredContent` = `{summary, ...fields}` (summary first, so a reader of the JSON meets
+ * the words first) and `content` = one text block with `summary`. E.g.
+ * `structuredResult({ summary: 'Shared the report to #research.', channel: '#research', shared: true })`.
+ */
+export function structuredResult(fields: StructuredFields, extra: { isError?: boolean } = {}): ToolResult {
+  const { summary, ...rest } = fields;
+  return {
+    content: [{ type: 'text', text: summary }],
+    structuredContent: { summary, ...rest },
+    ...(extra.isError === undefined ? {} : { isError: extra.isError }),
+  };
+}
+
+/** Every string value of `v`, at any depth. */
+function strings(v: unknown, out: string[] = []): string[] {
+  if (typeof v === 'string') out.push(v);
+  else if (Array.isArray(v)) for (const x of v) strings(x, out);
+  else if (v !== null && typeof v === 'object') for (const x of Object.values(v)) strings(x, out);
+  return out;
+}
+
+/**
+ * What a result's `content` tells a reader that its `structuredContent` does not (D11): `[]`
+ * when the result has no `structuredContent`, or when each text block, or else each of its
+ * lines and sentences, appears in a string of `structuredContent` (at any depth). A non-text
+ * block (image, audio, resource) is reported as `[<type> block]`: a model shown only
+ * `structuredContent` never sees it.
+ */
+export function unreadableFacts(result: { content?: unknown; structuredContent?: unknown }): string[] {
+  if (result.structuredContent === undefined || result.structuredContent === null) return [];
+  const carried = strings(result.structuredContent);
+  const has = (s: string) => carried.some((c) => c.includes(s));
+  const missing: string[] = [];
+  for (const block of Array.isArray(result.content) ? (result.content as Record<string, unknown>[]) : []) {
+    if (block?.type !== 'text' || typeof block.text !== 'string') {
+      missing.push(`[${String(block?.type)} block]`);
+      continue;
+    }
+    const text = block.text.trim();
+    if (text === '' || has(text)) continue;
+    const pieces = text
+      .split(/\n+|(?<=[.!?])\s+/)
+      .map((p) => p.trim())
+      .filter(Boolean);
+    missing.push(...pieces.filter((p) => !has(p)));
+  }
+  return missing;
 }
 
 /** Builds an `InputRequired` outcome. */
@@ -119,13 +243,29 @@ export function inputRequired(spec: Omit<InputRequired, 'kind'>): InputRequired 
   return { kind: 'input_required', ...spec };
 }
 
-export function isInputRequired(o: StepOutcome): o is InputRequired {
-  return (o as InputRequired).kind === 'input_required';
+/** True for an `InputRequired` outcome (of a tool step or a prompt). */
+export function isInputRequired(o: unknown): o is InputRequired {
+  return typeof o === 'object' && o !== null && (o as InputRequired).kind === 'input_required';
 }
 
 /** A form-mode elicitation request (E-02: flat object of primitive properties). */
 export function elicitForm(message: string, requestedSchema: Record<string, unknown>): InputRequest {
   return { method: 'elicitation/create', params: { mode: 'form', message, requestedSchema } };
+}
+
+/**
+ * A sampling request (`sampling/createMessage`): the client's model answers with a
+ * `CreateMessageResult` (`{role, content, model, stopReason}`), read raw from
+ * `ctx.inputResponses[key]`. Needs the `sampling` client capability (declare it in
+ * `requiresCapabilities`).
+ */
+export function samplingRequest(params: { messages: { role: 'user' | 'assistant'; content: ContentBlock }[]; maxTokens: number } & Record<string, unknown>): InputRequest {
+  return { method: 'sampling/createMessage', params };
+}
+
+/** A `roots/list` request: the answer is `{roots: [{uri, name?}]}`. Needs the `roots` client capability. */
+export function rootsRequest(): InputRequest {
+  return { method: 'roots/list' };
 }
 
 /**

@@ -1,10 +1,22 @@
 /**
- * The `conformance` tool set: the fixtures the official suite's `tasks-*` scenarios call
- * (`@modelcontextprotocol/conformance@0.2.0-alpha.12`; see docs/conformance-fixtures.md).
- * Enabled by `MCP_TOOLSETS=...,conformance`.
+ * The `conformance` tool set: every fixture the official suite (`@modelcontextprotocol/
+ * conformance@0.2.0-alpha.12`) calls by name, so that its 2026-07-28 requirement set, the
+ * pending SEP-2243 / JSON Schema scenarios and the `tasks-*` scenarios can all run against this
+ * service (see docs/conformance-fixtures.md). Enabled by `MCP_TOOLSETS=...,conformance`; never
+ * in production.
+ *  - this file: the Tasks extension fixtures (`tasks-*`) and `test_tool_with_progress`, run by
+ *    workers like any tool;
+ *  - conformance-core.ts: content, errors, `x-mcp-header`, JSON Schema 2020-12, diagnostics;
+ *  - conformance-mrtr.ts: `input_required` fixtures;
+ *  - conformance-prompts.ts, conformance-resources.ts: prompts, resources, a template.
  */
 import { z } from 'zod';
-import { accepted, defineTool, elicitForm, inputRequired, textResult, ToolProtocolError } from '../kit.js';
+import { accepted, defineTool, elicitForm, inputRequired, textResult, ToolProtocolError, type ToolDefinition } from '../kit.js';
+import type { ToolsetModule } from '../index.js';
+import { conformanceCoreTools } from './conformance-core.js';
+import { conformanceMrtrTools } from './conformance-mrtr.js';
+import { conformancePrompts } from './conformance-prompts.js';
+import { conformanceResources, conformanceResourceTemplates } from './conformance-resources.js';
 
 export const greet = defineTool({
   name: 'greet',
@@ -29,7 +41,7 @@ export const slowCompute = defineTool({
       const slice = Math.min(500, total - slept);
       await ctx.sleep(slice);
       slept += slice;
-      await ctx.progress(slept / 1000, seconds, `computing ${label ?? ''} ${Math.round((100 * slept) / total)}%`.replace(/\s+/g, ' '));
+      await ctx.progress(slept / 1000, seconds, `computing${label ? ` ${label}` : ''}: ${slept / 1000} of ${seconds} s`);
     }
     return textResult(`done after ${seconds}s${label ? `: ${label}` : ''}`);
   },
@@ -141,7 +153,8 @@ export const testToolWithTask = defineTool({
 /**
  * `test_tool_with_progress`: scenario `tools-call-with-progress` (docs/conformance-fixtures.md):
  * progress 0, 50, 100 of 100, then a text result. The steps are 250 ms apart so the worker's
- * 200 ms coalescing (P-04) keeps all three.
+ * 200 ms coalescing (P-04) keeps all three. The messages count steps, not percent (clients show
+ * the percentage from `total`, D11).
  */
 export const testToolWithProgress = defineTool({
   name: 'test_tool_with_progress',
@@ -149,12 +162,20 @@ export const testToolWithProgress = defineTool({
   inputSchema: z.object({}),
   taskSupport: 'optional',
   async run(_args, ctx) {
-    for (const p of [0, 50, 100]) {
+    for (const [i, p] of [0, 50, 100].entries()) {
       if (p > 0) await ctx.sleep(250);
-      await ctx.progress(p, 100, `${p}%`);
+      await ctx.progress(p, 100, `step ${i + 1} of 3`);
     }
     return textResult('Progress test complete');
   },
 });
 
 export const conformanceTools = [greet, slowCompute, failingJob, protocolErrorJob, confirmDelete, multiInput, testToolWithTask, testToolWithProgress];
+
+/** The whole set: tools (tasks fixtures first), prompts, resources. */
+export const conformanceToolset: ToolsetModule = {
+  tools: [...conformanceTools, ...conformanceCoreTools, ...conformanceMrtrTools] as unknown as ToolDefinition[],
+  prompts: conformancePrompts,
+  resources: conformanceResources,
+  resourceTemplates: conformanceResourceTemplates,
+};

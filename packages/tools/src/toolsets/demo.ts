@@ -2,15 +2,17 @@
  * The `demo` tool set (the seed tools): `countdown`, `deep_research`, `share_report`, `add`.
  */
 import { z } from 'zod';
-import { accepted, defineTool, elicitForm, inputRequired, textResult, ToolCancelled, type ToolContext } from '../kit.js';
+import { accepted, defineTool, elicitForm, inputRequired, structuredResult, textResult, ToolCancelled, type ToolContext } from '../kit.js';
 
-/** Sleeps `ms` in slices, reporting progress from `from` to `to` percent along the way. */
+/**
+ * Sleeps `ms` in slices, reporting progress from `from` to `to` (of 100) along the way. The
+ * message names the phase only: clients show the percentage from `total` (D11).
+ */
 async function phase(ctx: ToolContext, ms: number, from: number, to: number, label: string): Promise<void> {
   const slices = Math.max(1, Math.min(20, Math.ceil(ms / 1000)));
   for (let i = 1; i <= slices; i++) {
     await ctx.sleep(ms / slices);
-    const pct = Math.round(from + ((to - from) * i) / slices);
-    await ctx.progress(pct, 100, `${label} (${pct}%)`);
+    await ctx.progress(Math.round(from + ((to - from) * i) / slices), 100, label);
   }
 }
 
@@ -56,7 +58,7 @@ export const deepResearch = defineTool({
   async run({ topic }, ctx) {
     const phaseMs = ctx.settings.researchPhaseMs;
     if (ctx.step === 1) {
-      await phase(ctx, phaseMs, 0, 50, `Collecting sources on ${topic.slice(0, 80)}`);
+      await phase(ctx, phaseMs, 0, 50, `Collecting sources on ${topic.slice(0, 80)} (phase 1 of 2)`);
       return inputRequired({
         inputRequests: { audience: elicitForm(`Who is the report on "${topic.slice(0, 120)}" for?`, AUDIENCE_SCHEMA) },
         state: { topic },
@@ -68,12 +70,13 @@ export const deepResearch = defineTool({
     if (audience !== 'team' && audience !== 'company') {
       throw new ToolCancelled('Research cancelled: no audience was chosen');
     }
-    await phase(ctx, phaseMs, 50, 100, `Writing the report for the ${audience}`);
+    await phase(ctx, phaseMs, 50, 100, `Writing the report for the ${audience} (phase 2 of 2)`);
     const text =
       `Research report: "${topic}"\n` +
       `Audience: ${audience === 'team' ? 'your team' : 'the whole company'}\n` +
       `Summary: three sources agree on the main points of ${topic}; details are tailored for the ${audience}.`;
-    return textResult(text, { structuredContent: { topic, audience } });
+    // The report itself is in structuredContent: a model shown only that must read it (D11).
+    return structuredResult({ summary: text, topic, audience });
   },
 });
 
@@ -100,9 +103,7 @@ export const shareReport = defineTool({
     const answer = accepted(ctx.inputResponses, 'confirm');
     if (!answer) return textResult(`Not shared to ${channel}.`);
     const notify = answer.notify === true;
-    return textResult(`Shared the report to ${channel}${notify ? ' and notified its members' : ''}.`, {
-      structuredContent: { channel, shared: true, notify },
-    });
+    return structuredResult({ summary: `Shared the report to ${channel}${notify ? ' and notified its members' : ''}.`, channel, shared: true, notify });
   },
 });
 
@@ -116,7 +117,7 @@ export const add = defineTool({
   async run({ a, b }) {
     const sum = a + b;
     if (!Number.isFinite(sum)) return textResult(`${a} + ${b} is not a finite number`, { isError: true });
-    return textResult(String(sum), { structuredContent: { sum } });
+    return structuredResult({ summary: `${a} + ${b} = ${sum}`, sum });
   },
 });
 

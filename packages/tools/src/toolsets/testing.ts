@@ -6,7 +6,7 @@ import { appendFileSync, renameSync, writeFileSync } from 'node:fs';
 import { rename, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { z } from 'zod';
-import { accepted, defineTool, elicitForm, inputRequired, textResult, ToolProtocolError, type ToolResult } from '../kit.js';
+import { accepted, defineTool, elicitForm, inputRequired, mcpHeader, structuredResult, textResult, ToolProtocolError, type ToolResult } from '../kit.js';
 
 /** `slow_echo(seconds, text?)`: sleeps, then echoes. B-02, B-07, B-16. */
 export const slowEcho = defineTool({
@@ -17,7 +17,7 @@ export const slowEcho = defineTool({
   async run({ seconds, text, quiet }, ctx) {
     if (quiet) {
       await ctx.sleep(seconds * 1000);
-      return textResult(`echo: ${text ?? ''}`, { structuredContent: { seconds, text: text ?? '', reruns: 0 } });
+      return structuredResult({ summary: `echo: ${text ?? ''}`, seconds, text: text ?? '', reruns: 0 });
     }
     const total = seconds * 1000;
     let slept = 0;
@@ -27,7 +27,7 @@ export const slowEcho = defineTool({
       slept += slice;
       await ctx.progress(Math.round(slept / 100) / 10, seconds, `slept ${Math.round(slept / 1000)} of ${seconds} s`);
     }
-    return textResult(`echo: ${text ?? ''}`, { structuredContent: { seconds, text: text ?? '', reruns: 0 } });
+    return structuredResult({ summary: `echo: ${text ?? ''}`, seconds, text: text ?? '', reruns: 0 });
   },
 });
 
@@ -72,7 +72,7 @@ export const askConfirm = defineTool({
     const r = ctx.inputResponses.confirm;
     const answer = accepted(ctx.inputResponses, 'confirm');
     const text = answer ? `confirmed: ${answer.confirm === true}` : `not confirmed (${r?.action ?? 'no answer'})`;
-    return textResult(text, { structuredContent: { action: r?.action ?? null, content: answer ?? null, step: ctx.step } });
+    return structuredResult({ summary: text, action: r?.action ?? null, content: answer ?? null, step: ctx.step });
   },
 });
 
@@ -95,7 +95,7 @@ export const progressSync = defineTool({
       await ctx.sleep(intervalSeconds * 1000);
       await ctx.progress(i, steps, stamp ? `step ${i} of ${steps} @${Date.now()}` : `step ${i} of ${steps}`);
     }
-    return textResult(`progress_sync: ${steps} steps done`, { structuredContent: { steps } });
+    return structuredResult({ summary: `progress_sync: ${steps} steps done`, steps });
   },
 });
 
@@ -148,7 +148,8 @@ export const bigResult = defineTool({
   taskSupport: 'optional',
   async run({ bytes, kind = 'string' }) {
     if (kind === 'buffer') return { content: [{ type: 'text', text: Buffer.alloc(bytes, 120) }] } as unknown as ToolResult;
-    return textResult('x'.repeat(bytes), { structuredContent: { bytes } });
+    // No structuredContent: the text is the result (D11), and is not stored twice.
+    return textResult('x'.repeat(bytes));
   },
 });
 
@@ -204,10 +205,31 @@ export const confirmOnce = defineTool({
     }
     const dir = ctx.settings.sideEffectDir;
     if (!dir) return textResult('confirm_once is not configured (TESTING_SIDE_EFFECT_DIR)', { isError: true });
-    if (accepted(ctx.inputResponses, 'confirm')?.ok !== true) return textResult(`not run: ${marker}`, { structuredContent: { marker, ran: false } });
+    if (accepted(ctx.inputResponses, 'confirm')?.ok !== true) return structuredResult({ summary: `not run: ${marker}`, marker, ran: false });
     appendFileSync(join(dir, `${marker}.runs`), `${Date.now()}\n`);
-    return textResult(`ran: ${marker}`, { structuredContent: { marker, ran: true } });
+    return structuredResult({ summary: `ran: ${marker}`, marker, ran: true });
   },
 });
 
-export const testingTools = [slowEcho, askConfirm, progressSync, sideEffect, bigResult, throwError, crashInline, confirmOnce];
+/**
+ * `header_echo(region, count?, dry?, seconds?)`: a worker tool whose `region`, `count` and `dry`
+ * are mirrored into `Mcp-Param-Region`, `Mcp-Param-Count` and `Mcp-Param-Dry-Run` (SEP-2243),
+ * so the header checks can be tried on the synchronous and task lanes.
+ */
+export const headerEcho = defineTool({
+  name: 'header_echo',
+  description: 'Waits `seconds` (default 0), then echoes region, count and dry; they travel in Mcp-Param-* headers too (testing only).',
+  inputSchema: z.object({
+    region: mcpHeader('Region', z.string().max(200)),
+    count: mcpHeader('Count', z.number().int().min(-1_000_000).max(1_000_000)).optional(),
+    dry: mcpHeader('Dry-Run', z.boolean()).optional(),
+    seconds: z.number().min(0).max(60).optional(),
+  }),
+  taskSupport: 'optional',
+  async run({ region, count, dry, seconds }, ctx) {
+    if (seconds) await ctx.sleep(seconds * 1000);
+    return structuredResult({ summary: `region=${region} count=${count ?? '-'} dry=${dry ?? '-'}`, region, count: count ?? null, dry: dry ?? null });
+  },
+});
+
+export const testingTools = [slowEcho, askConfirm, progressSync, sideEffect, bigResult, throwError, crashInline, confirmOnce, headerEcho];
