@@ -282,6 +282,7 @@ describe('2025-era clients: the official SDK client in its default mode, 2 gatew
       const r = await rpc(url, 'tools/call', {}, {
         rawBody: legacyBody(300 + i, 'tools/call', { name: 'countdown', arguments: { seconds: 1 } }),
         headers: { 'mcp-protocol-version': '2026-07-28', 'mcp-method': null },
+        token: KEY,
       });
       assert.equal(r.status, 400, `gateway ${i + 1}: ${JSON.stringify(r.body)}`);
       assert.equal(r.body.id, 300 + i);
