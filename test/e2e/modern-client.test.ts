@@ -215,6 +215,6 @@ describe('@modelcontextprotocol/client 2.4.0 pinned to 2026-07-28 with a bearer 
     assert.equal(textOf(done.result), 'Countdown from 1 finished.');
     // A tool that never becomes a task is unaffected by the declaration.
     const add = await client.callTool({ name: 'add', arguments: { a: 2, b: 3 } });
-    assert.equal(textOf(add), '5');
+    assert.equal(textOf(add), '2 + 3 = 5');
   });
 });
