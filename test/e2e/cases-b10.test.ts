@@ -106,6 +106,17 @@ const gatewayHolding = (gateways: Proc[], subscriptionId: string) =>
   gateways.filter((g) => g.logs.some((l) => l.msg === 'listen.opened' && l.subscriptionId === subscriptionId));
 
 /**
+ * The gateways that logged `listen.opened` for the stream, once one has: the client reads the
+ * stream's first frame over TCP, the log line comes over the process's stdout pipe, and under
+ * load the pipe can be read later.
+ */
+const holdingOnceLogged = (gateways: Proc[], subscriptionId: string) =>
+  waitFor(() => {
+    const h = gatewayHolding(gateways, subscriptionId);
+    return h.length ? h : undefined;
+  }, 5000, 20, `listen.opened for ${subscriptionId}`);
+
+/**
  * Sends a `tools/call add` straight to a gateway (nginx would buffer the body) with the body
  * cut in two, the second half `holdMs` later. The gateway cuts a request whose headers and body
  * have not arrived within BODY_READ_TIMEOUT_MS (issue 10: slow bodies must not hold
@@ -211,7 +222,7 @@ describe('Case B-10 (d): SIGTERM a gateway holding an open listen stream, behind
     const listenId = `b10-d-${Date.now()}`;
     const call = await listen(n.url, taskId, listenId);
     await assertSseHeaders(call, '(d) listen');
-    const holders = gatewayHolding(c!.gateways, listenId);
+    const holders = await holdingOnceLogged(c!.gateways, listenId);
     assert.equal(holders.length, 1, 'exactly one gateway logged listen.opened for the stream');
     const g = holders[0]!;
     const other = c!.gateways.find((x) => x !== g)!;
@@ -249,7 +260,7 @@ describe('Case B-10 (d): SIGTERM a gateway holding an open listen stream, behind
     }
     // The client can re-open the subscription on the surviving replica.
     const again = await listen(n.url, taskId, `${listenId}-again`);
-    assert.equal(gatewayHolding([other], `${listenId}-again`).length, 1);
+    assert.equal((await holdingOnceLogged(c!.gateways, `${listenId}-again`))[0], other);
     again.close();
     assert.equal((await again.done).how, 'closed');
 

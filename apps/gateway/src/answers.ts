@@ -99,3 +99,19 @@ export function acceptedAnswers(outstanding: Record<string, unknown>, responses:
   }
   return out;
 }
+
+/**
+ * Splits `inputResponses` as the SDK does before a handler sees them: an entry that is not a
+ * plain object, or is a `{method, result}` wrapper, is dropped (`droppedKeys`). The hot path
+ * (hot-path.ts) uses it to answer exactly as the SDK path does.
+ */
+export function partitionInputResponses(inputResponses: unknown): { accepted: Record<string, unknown>; droppedKeys: string[] } {
+  const accepted: Record<string, unknown> = {};
+  const droppedKeys: string[] = [];
+  if (!isObject(inputResponses)) return { accepted, droppedKeys };
+  for (const [key, entry] of Object.entries(inputResponses)) {
+    if (!isObject(entry) || 'method' in entry || 'result' in entry) droppedKeys.push(key);
+    else accepted[key] = entry;
+  }
+  return { accepted, droppedKeys };
+}

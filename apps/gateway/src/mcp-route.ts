@@ -18,7 +18,6 @@
  */
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { createMcpHandler, SUPPORTED_PROTOCOL_VERSIONS } from '@modelcontextprotocol/server';
-import { toNodeHandler } from '@modelcontextprotocol/node';
 import type { RedisHealth } from '@mcp-tasks/jobs';
 import { newTaskId } from '@mcp-tasks/task-store';
 import { classify, toolNeedsRedis, type Classification, type McpBody } from './classify.js';
@@ -27,9 +26,10 @@ import type { AuthHooks } from './auth/hooks.js';
 import { echoableId, ErrorCode, jsonRpcErrorBody, TASKS_EXTENSION } from './errors.js';
 import { sendRefusal, type Limits } from './limits.js';
 import { createTaskListen } from './listen.js';
+import { serveHot, servesHot } from './hot-path.js';
 import { requestGuards } from './request-guards.js';
 import { createServerFactory } from './server-factory.js';
-import { primeSse } from './sse.js';
+import { serveThrough } from './sse.js';
 import { requestSpan } from './tracing.js';
 
 /** Protocol versions the SDK's stateless 2025 lane accepts in `MCP-Protocol-Version`. */
@@ -65,8 +65,6 @@ export function createMcpRoute(gw: Gateway, redisHealth: RedisHealth, limits: Li
   };
   const handler = createMcpHandler(factory, handlerOptions);
   const streamHandler = createMcpHandler(factory, { ...handlerOptions, responseMode: 'sse' });
-  const mcp = toNodeHandler(handler, adapterOptions);
-  const mcpStream = toNodeHandler(streamHandler, adapterOptions);
   const taskListen = createTaskListen(gw);
 
   const needsRedis = (c: Classification) => (c.method !== undefined && NEEDS_REDIS.has(c.method)) || toolNeedsRedis(c);
@@ -148,6 +146,9 @@ export function createMcpRoute(gw: Gateway, redisHealth: RedisHealth, limits: Li
             }
             return taskListen.serve(req, reply, body!, principal, c);
           }
+          // tasks/get|update|cancel of the usual shape: answered without the SDK's per-request
+          // server, with the same validation and the same bytes (hot-path.ts, D8).
+          if (config.hotPath && servesHot(c, body!)) return serveHot(gw, c, body!, principal, reply);
           // A known client bug (clients.md 5c): after negotiating an older revision, the client
           // sends a newer MCP-Protocol-Version header. On the 2025 lane the negotiated version is
           // what counts, so an unknown pre-2026 value there is dropped rather than refused with
@@ -160,7 +161,7 @@ export function createMcpRoute(gw: Gateway, redisHealth: RedisHealth, limits: Li
           }
           const span = requestSpan(req.raw);
           const exchange: Exchange = { principal, classification: c, rawInputResponses: body?.params?.inputResponses, ...(reservation ? { reservation } : {}), ...(span ? { span } : {}) };
-          (req.raw as unknown as { auth: unknown }).auth = { token: '', clientId: principal, scopes: [], extra: { exchange } };
+          const authInfo = { token: '', clientId: principal, scopes: [], extra: { exchange } };
           reply.raw.once('close', () => {
             // A slot reserved for a task this request did not create (an error, a pre-task
             // question) is given back.
@@ -177,9 +178,8 @@ export function createMcpRoute(gw: Gateway, redisHealth: RedisHealth, limits: Li
             }
           });
           reply.hijack();
-          primeSse(reply.raw);
           const held = c.era === 'modern' && c.lane === 'sync';
-          await (held ? mcpStream : mcp)(req.raw, reply.raw, req.body);
+          await serveThrough(held ? streamHandler : handler, req.raw, reply.raw, req.body, authInfo, adapterOptions);
         },
       });
     },

@@ -1,11 +1,19 @@
 /**
- * SSE plumbing shared by the responses the gateway streams (H-22, case B-10): every
- * `text/event-stream` response sends its headers and a first comment line the moment they are
- * written, so a client sees its first byte at once (Claude Code aborts a request with no byte
- * in 60 s; Node otherwise holds the headers until the first body chunk, which for a quiet tool
- * can be the keep-alive 15 s later).
+ * Serving a request through one of the SDK's web-standard handlers (`createMcpHandler(...).fetch`)
+ * onto Node's response, the way `toNodeHandler` (@modelcontextprotocol/node) does, with one
+ * addition the SDK offers no hook for: every `text/event-stream` response sends its headers and a
+ * first comment line (`: stream open`) the moment the SDK has the response, so a client sees its
+ * first byte at once (Claude Code aborts a request with no byte in 60 s; Node would otherwise
+ * hold the headers until the first body chunk, for a quiet tool the keep-alive 15 s later).
+ * H-22, case B-10.
+ *
+ * The request's AbortSignal fires when the client goes before the response ends (C-01: closing
+ * the stream cancels a synchronous call); the body is written with backpressure.
  */
-import type { ServerResponse } from 'node:http';
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { toWebRequest } from '@modelcontextprotocol/node';
+import type { AuthInfo } from '@modelcontextprotocol/server';
+import { echoableId } from './errors.js';
 
 /** Headers of every SSE response this gateway writes itself (listen streams). */
 export const SSE_HEADERS = {
@@ -18,25 +26,55 @@ export const SSE_HEADERS = {
 /** The first bytes of every SSE response: a comment, ignored by clients. */
 export const SSE_OPEN_COMMENT = ': stream open\n\n';
 
-/**
- * Makes an SSE response written by the SDK send its headers and `SSE_OPEN_COMMENT` as soon as
- * they are written. The SDK writes through `res.writeHead`; it offers no hook, so this wraps
- * that one method on this one response.
- */
-export function primeSse(res: ServerResponse): void {
-  const writeHead = res.writeHead;
-  res.writeHead = function (this: ServerResponse, ...args: Parameters<ServerResponse['writeHead']>) {
-    const out = writeHead.apply(this, args);
-    const type = this.getHeader('content-type') ?? headerIn(args);
-    if (typeof type === 'string' && type.startsWith('text/event-stream')) this.write(SSE_OPEN_COMMENT);
-    return out;
-  } as ServerResponse['writeHead'];
+/** The part of `createMcpHandler(...)` this module drives. */
+export interface FetchHandler {
+  fetch(request: Request, options?: { authInfo?: AuthInfo; parsedBody?: unknown }): Promise<Response>;
 }
 
-/** The content-type passed to `writeHead(status, headers)` as an object, if any. */
-function headerIn(args: unknown[]): unknown {
-  const h = args.find((a) => typeof a === 'object' && a !== null && !Array.isArray(a)) as Record<string, unknown> | undefined;
-  if (!h) return undefined;
-  const k = Object.keys(h).find((n) => n.toLowerCase() === 'content-type');
-  return k ? h[k] : undefined;
+/**
+ * Serves `req` (already parsed into `parsedBody`) through `handler`, writing its response to `res`.
+ * @param onerror receives a failure to convert or hand over the request (answered 500 `-32603`).
+ */
+export async function serveThrough(
+  handler: FetchHandler,
+  req: IncomingMessage,
+  res: ServerResponse,
+  parsedBody: unknown,
+  authInfo: AuthInfo,
+  o: { maxRequestBodySize: number; onerror: (e: Error) => void },
+): Promise<void> {
+  let finished = false;
+  const abort = new AbortController();
+  res.on('close', () => {
+    if (!finished) abort.abort();
+  });
+  if (res.destroyed) abort.abort();
+  let response: Response;
+  try {
+    const request = await toWebRequest(req, parsedBody, { signal: abort.signal, maxRequestBodySize: o.maxRequestBodySize });
+    response = await handler.fetch(request, { authInfo, parsedBody });
+  } catch (e) {
+    o.onerror(e instanceof Error ? e : new Error(String(e)));
+    response = Response.json({ jsonrpc: '2.0', error: { code: -32603, message: 'Internal server error' }, id: echoableId(parsedBody) }, { status: 500 });
+  }
+  const headers: Record<string, string> = {};
+  for (const [name, value] of response.headers) headers[name] = value;
+  res.writeHead(response.status, headers);
+  if (response.headers.get('content-type')?.startsWith('text/event-stream')) res.write(SSE_OPEN_COMMENT);
+  if (response.body === null) {
+    finished = true;
+    res.end();
+    return;
+  }
+  const closed = new Promise<void>((resolve) => abort.signal.addEventListener('abort', () => resolve(), { once: true }));
+  try {
+    for await (const chunk of response.body as unknown as AsyncIterable<Uint8Array>) {
+      if (abort.signal.aborted) break;
+      if (!res.write(chunk)) await Promise.race([new Promise((resolve) => res.once('drain', resolve)), closed]);
+    }
+  } catch {
+    // The stream ended early (client gone, shutdown): nothing more to write.
+  }
+  finished = true;
+  res.end();
 }

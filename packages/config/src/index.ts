@@ -146,6 +146,11 @@ const schema = z.object({
   MAX_INPUT_RESPONSES_BYTES: z.coerce.number().int().min(1024).default(64 * 1024),
   /** Task listen streams (`subscriptions/listen` with taskIds) one principal may hold open, across all gateways. */
   MAX_LISTEN_STREAMS_PER_PRINCIPAL: z.coerce.number().int().min(1).default(16),
+  /**
+   * `tasks/get|update|cancel` take the gateway's hot path (no per-request SDK server, same
+   * answers). `false` sends them through the SDK like every other method (benchmarks, tests).
+   */
+  HOT_PATH: z.enum(['true', 'false']).default('true').transform((v) => v === 'true'),
   /** A request whose headers and body have not fully arrived after this is cut (slow-body clients). */
   BODY_READ_TIMEOUT_MS: intMs(10_000, 1000),
   /** Non-terminal tasks one principal may hold at once, counted in Redis across replicas (issue 10 §4). */
@@ -247,6 +252,8 @@ export interface Config {
   allowedOrigins: string[];
   /** Hostnames allowed in the `Host` header; `undefined` = any (DNS rebinding defence). */
   allowedHosts: string[] | undefined;
+  /** `tasks/*` take the hot path (apps/gateway/src/hot-path.ts). */
+  hotPath: boolean;
   /** Non-terminal tasks one principal may hold, counted in Redis (MAX_OUTSTANDING_TASKS, issue 10 §4). */
   maxOutstandingTasks: number;
   /** Largest stored tool result, bytes of serialized JSON (MAX_RESULT_BYTES, N-09). */
@@ -342,6 +349,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, o: { role?: 'ga
       bodyReadTimeoutMs: e.BODY_READ_TIMEOUT_MS,
     },
     allowedOrigins: e.ALLOWED_ORIGINS,
+    hotPath: e.HOT_PATH,
     allowedHosts: e.ALLOWED_HOSTS ? (e.ALLOWED_HOSTS.includes('*') ? undefined : e.ALLOWED_HOSTS) : isLoopbackHost(e.HOST) ? LOOPBACK_HOSTS : undefined,
     maxOutstandingTasks: e.MAX_OUTSTANDING_TASKS,
     maxResultBytes: e.MAX_RESULT_BYTES,
