@@ -69,7 +69,10 @@ describe('queue view (Bull Board) on the admin listener', () => {
     const tools = queues.find((q) => q.name === 'tools')!;
     const job = tools.jobs.find((j) => j.id === `t.${taskId}.1`);
     assert.ok(job, `step job of ${taskId} listed: ${JSON.stringify(tools.jobs.map((j) => j.id))}`);
-    assert.deepEqual(job.data, { taskId, step: 1, tool: 'countdown', principal: 'key:alice', taskStatus: 'working' });
+    // The step job's own data (taskId, step, tool, createdAt) plus what the view adds from the record.
+    const { createdAt, ...shown } = job.data;
+    assert.equal(typeof createdAt, 'number');
+    assert.deepEqual(shown, { taskId, step: 1, tool: 'countdown', principal: 'key:alice', taskStatus: 'working' });
     assert.equal(job.name, 'step · countdown · key:alice');
     assert.ok(queues.every((q) => q.readOnlyMode), 'read-only by default');
   });

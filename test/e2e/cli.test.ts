@@ -125,6 +125,9 @@ describe('mcp-tasks, the terminal client (issue 11 §2)', () => {
     const tools = await runCli(['tools'], env);
     assert.equal(tools.code, 0, tools.stderr);
     for (const name of ['countdown', 'deep_research', 'share_report', 'add']) assert.match(tools.stdout, new RegExp(`^${name}\\s`, 'm'));
+    // Task support comes from each tool's _meta["mcp-tasks/taskSupport"] (ToolRegistry.list).
+    assert.match(tools.stdout, /^deep_research\s+optional\s/m);
+    assert.match(tools.stdout, /^add\s+forbidden\s/m);
     const list = wire(from).find((e) => e.mcpMethod === 'tools/list')!;
     assert.equal(list.headers?.authorization, `Bearer ${TOKEN}`);
     const meta = JSON.parse(list.body!).params._meta;

@@ -82,10 +82,15 @@ export class ToolRegistry {
     return this.headers.get(name) ?? [];
   }
 
-  /** `tools/list` entries (name, title, description, JSON Schema 2020-12 `inputSchema`); computed once. */
+  /**
+   * `tools/list` entries (name, title, description, JSON Schema 2020-12 `inputSchema`, and
+   * `_meta["mcp-tasks/taskSupport"]`: `forbidden` | `optional` | `required`, because a 2026-07-28
+   * tool has no field for it (T-02) and clients such as `mcp-tasks tools` want to show it);
+   * computed once.
+   */
   list(): Record<string, unknown>[] {
     this.listCache ??= [...this.byName.values()].map((t) => {
-      const entry: Record<string, unknown> = { name: t.name, description: t.description, inputSchema: this.schemas.get(t.name) };
+      const entry: Record<string, unknown> = { name: t.name, description: t.description, inputSchema: this.schemas.get(t.name), _meta: { 'mcp-tasks/taskSupport': t.taskSupport } };
       if (t.title) entry.title = t.title;
       return entry;
     });
