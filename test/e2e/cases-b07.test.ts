@@ -124,8 +124,14 @@ describe('Case B-07: worker death and rolling deploys', () => {
     assert.deepEqual(await activeWithoutLock(c, 'maintenance'), []);
     assert.deepEqual(await c.redis.lrange(bullKey(c, 'tools', 'active'), 0, -1), [], 'tools queue has no active job after W1 exited');
     // Queued = BullMQ's `wait` list or, for a job with a priority (every step job: fair share),
-    // its `prioritized` zset.
-    const waiting = [...(await c.redis.lrange(bullKey(c, 'tools', 'wait'), 0, -1)), ...(await c.redis.zrange(bullKey(c, 'tools', 'prioritized'), '0', '-1'))];
+    // its `prioritized` zset; a released step is handed back as a delayed job due at once
+    // (processor.ts: that wakes idle workers, which a plain move to wait does not for a
+    // prioritized job), so with no worker alive to promote it, it sits in `delayed`.
+    const waiting = [
+      ...(await c.redis.lrange(bullKey(c, 'tools', 'wait'), 0, -1)),
+      ...(await c.redis.zrange(bullKey(c, 'tools', 'prioritized'), '0', '-1')),
+      ...(await c.redis.zrange(bullKey(c, 'tools', 'delayed'), '0', '-1')),
+    ];
     assert.ok(waiting.includes(`t.${longId}.1`), `released job is waiting: ${JSON.stringify(waiting)}`);
     assert.ok(waiting.includes(`t.${lateId}.1`), `late job is waiting: ${JSON.stringify(waiting)}`);
     for (const id of [longId, lateId]) assert.equal((await getTask(url, id)).body.result!.status, 'working');
