@@ -149,11 +149,15 @@ describe('Case B-16: status driven by lossy queue events', () => {
       if (wait > 0) await sleep(wait);
       inflight.push(create(i));
     }
+    const sentMs = Date.now() - t0;
     await Promise.all(inflight);
     const sendSeconds = (Date.now() - t0) / 1000;
     const restartError = await restarts;
     if (restartError) throw restartError;
-    assert.ok(sendSeconds < 20, `sent ${N} calls in ${sendSeconds.toFixed(1)} s (~${Math.round(N / sendSeconds)}/s)`);
+    console.log(`case B-16a: ${N} calls sent in ${(sentMs / 1000).toFixed(1)} s, all answered after ${sendSeconds.toFixed(1)} s`);
+    // What makes this the case: both restarts (at 2 s and 5 s) happened while calls were still
+    // being sent. How fast a loaded machine answers them is not the point (it only shifts the end).
+    assert.ok(sentMs > 5000 + PRESTOP_MS, `calls were still being sent when the second replica stopped (sending took ${sentMs} ms)`);
     assert.ok(original.every((g) => g.proc.exitCode !== null), 'every original gateway replica was restarted');
 
     assert.deepEqual(createFailures.slice(0, 10), [], `${createFailures.length} tools/call failed during the gateway restarts`);

@@ -111,7 +111,7 @@ describe(`Claude Code ${CLAUDE_CODE_VERSION} interactive (tmux) against 2 gatewa
   }
 
   before(async () => {
-    c = await startCluster({ gateways: 2, workers: 2, env: { TASK_POLL_INTERVAL_MS: String(POLL_MS), DEMO_RESEARCH_PHASE_MS: String(RESEARCH_PHASE_MS), AUTH_API_KEYS: `alice:${TOKEN}` } });
+    c = await startCluster({ gateways: 2, workers: 2, env: { MCP_TOOLSETS: 'demo', TASK_POLL_INTERVAL_MS: String(POLL_MS), DEMO_RESEARCH_PHASE_MS: String(RESEARCH_PHASE_MS), AUTH_API_KEYS: `alice:${TOKEN}` } });
     proxy = await startRoundRobinProxy(c.urls, { capture: true });
     cc = await startClaudeInteractive({ script: Array.from({ length: 40 }, () => model), mcpUrl: proxy.url, token: TOKEN });
     // The prompt can be drawn before the MCP server is connected: wait for its tool list.

@@ -74,7 +74,7 @@ describe(`Claude Code ${CLAUDE_CODE_VERSION} in print mode (-p) against 2 gatewa
 
   before(async () => {
     await claudeCodeBinary(); // installs tools/claude-code on first use
-    c = await startCluster({ gateways: 2, workers: 2, env: { SYNC_BUDGET_MS_BY_TOOL: JSON.stringify({ countdown: BUDGET_MS }), AUTH_API_KEYS: `alice:${TOKEN},bob:${OTHER_TOKEN}` } });
+    c = await startCluster({ gateways: 2, workers: 2, env: { MCP_TOOLSETS: 'demo', SYNC_BUDGET_MS_BY_TOOL: JSON.stringify({ countdown: BUDGET_MS }), AUTH_API_KEYS: `alice:${TOKEN},bob:${OTHER_TOKEN}` } });
     proxy = await startRoundRobinProxy(c.urls, { capture: true });
   });
 

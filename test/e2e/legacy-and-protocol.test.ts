@@ -134,6 +134,7 @@ describe('legacy lane and protocol edges', () => {
     assert.deepEqual(await h.json(), { status: 'ok' });
     const r = await fetch(`${origin}/readyz`);
     assert.equal(r.status, 200);
-    assert.deepEqual(await r.json(), { status: 'ready' });
+    // `workers`: live workers by their heartbeats (issue 9 §5).
+    assert.deepEqual(await r.json(), { status: 'ready', workers: 1 });
   });
 });
