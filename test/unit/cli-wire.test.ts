@@ -106,7 +106,9 @@ describe('progress from a task statusMessage (T-41: tasks carry no numbers)', ()
     assert.equal(fractionFromMessage('3/5 s (2 left)'), 0.6);
     assert.equal(fractionFromMessage('4 of 8'), 0.5);
     assert.equal(fractionFromMessage('indexing: 40% done'), 0.4);
-    assert.equal(fractionFromMessage('Collecting sources on x (phase 1 of 2)'), undefined, 'a phase number is not a percentage');
+    // `N of M` anywhere: what the kit's guide tells tools to write (docs/writing-tools.md).
+    assert.equal(fractionFromMessage('Mixing layer 2 of 8'), 0.25);
+    assert.equal(fractionFromMessage('Collecting sources on x (phase 1 of 2)'), 0.5);
     assert.equal(fractionFromMessage('Waiting for you'), undefined);
     assert.equal(fractionFromMessage(undefined), undefined);
   });

@@ -5,8 +5,8 @@
  * Where the percentage comes from: a synchronous call's `notifications/progress` carry numbers
  * (`progress` of `total`, P-01); a task carries only `statusMessage` (T-41: no progress
  * notifications for tasks), so the percentage is read from the message when it starts with
- * `N/M` (countdown: `3/5 s (2 left)`), is exactly `N of M` (the kit's message when a tool gives
- * no text), or holds `N%`. Otherwise the bar shows no percentage, only the message.
+ * `N/M` (countdown: `3/5 s (2 left)`), holds `N of M` anywhere (`Mixing layer 2 of 6`, the
+ * kit's message when a tool gives no text), or holds `N%`. Otherwise the bar shows no percentage, only the message.
  */
 import cliProgress from 'cli-progress';
 
@@ -21,7 +21,7 @@ export interface ProgressState {
 /** A fraction 0..1 read from a status message, or undefined (see the module docstring). */
 export function fractionFromMessage(message: string | undefined): number | undefined {
   if (!message) return undefined;
-  const ratio = /^\s*(\d+(?:\.\d+)?)\s*\/\s*(\d+(?:\.\d+)?)(?!\d)/.exec(message) ?? /^\s*(\d+(?:\.\d+)?) of (\d+(?:\.\d+)?)\s*$/.exec(message);
+  const ratio = /^\s*(\d+(?:\.\d+)?)\s*\/\s*(\d+(?:\.\d+)?)(?!\d)/.exec(message) ?? /(?<![\d.])(\d+(?:\.\d+)?) of (\d+(?:\.\d+)?)(?![\d.])/.exec(message);
   if (ratio) {
     const total = Number(ratio[2]);
     return total > 0 ? Math.min(1, Number(ratio[1]) / total) : undefined;
