@@ -138,7 +138,7 @@ describe('protocol strictness (B-05, K-01, SEP-2243, SEP-1303) and the prompt/re
         headers: { 'Mcp-Param-Region': b64('Zürich'), 'Mcp-Param-Count': '42.0', 'Mcp-Param-Dry-Run': 'true' },
       });
       assert.equal(ok.status, 200, JSON.stringify(ok.body).slice(0, 300));
-      assert.deepEqual(ok.body.result?.structuredContent, { region: 'Zürich', count: 42, dry: true });
+      assert.deepEqual(ok.body.result?.structuredContent, { summary: 'region=Zürich count=42 dry=true', region: 'Zürich', count: 42, dry: true });
       for (const [headers, cell] of [
         [{ 'Mcp-Param-Region': b64('Zürich'), 'Mcp-Param-Count': '43', 'Mcp-Param-Dry-Run': 'true' }, 'Mcp-Param-Count'],
         [{ 'Mcp-Param-Region': b64('Zürich'), 'Mcp-Param-Count': '42', 'Mcp-Param-Dry-Run': 'True' }, 'Mcp-Param-Dry-Run'],
@@ -158,7 +158,7 @@ describe('protocol strictness (B-05, K-01, SEP-2243, SEP-1303) and the prompt/re
       assert.equal(r.body.result?.isError, true);
       const s = await callTool(g1, 'header_echo', { region: 'x' }, { tasks: false, headers: { 'Mcp-Param-Region': 'x', 'Mcp-Param-Count': '7' } });
       assert.equal(s.status, 200);
-      assert.deepEqual(s.body.result?.structuredContent, { region: 'x', count: null, dry: null });
+      assert.deepEqual(s.body.result?.structuredContent, { summary: 'region=x count=- dry=-', region: 'x', count: null, dry: null });
     });
   });
 
