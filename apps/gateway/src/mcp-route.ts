@@ -187,7 +187,7 @@ export function createMcpRoute(gw: Gateway, redisHealth: RedisHealth, limits: Li
           const authInfo = { token: '', clientId: principal, scopes: [], extra: { exchange } };
           reply.hijack();
           const held = c.era === 'modern' && c.lane === 'sync';
-          await serveThrough(held ? streamHandler : handler, req.raw, reply.raw, req.body, authInfo, adapterOptions);
+          await serveThrough(held ? streamHandler : handler, req.raw, reply.raw, req.body, authInfo, { ...adapterOptions, headers: reply.getHeaders() });
         },
       });
     },
