@@ -7,7 +7,7 @@
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { startCluster, sleep, type Cluster } from '../support/cluster.js';
-import { callTool } from '../support/mcp.js';
+import { callTool, getTask, rpc } from '../support/mcp.js';
 
 describe('gateway SIGTERM', () => {
   let c: Cluster;
@@ -27,6 +27,13 @@ describe('gateway SIGTERM', () => {
     const ready = await fetch(`${base}/readyz`);
     assert.equal(ready.status, 503, 'not ready while draining');
     assert.equal(ready.headers.get('connection'), 'close');
+    // MCP responses say it too: through the SDK (tools/list) and on the hot path (tasks/get).
+    const list = await rpc(g.url!, 'tools/list');
+    assert.equal(list.status, 200);
+    assert.equal(list.headers.get('connection'), 'close', 'an SDK-path response while draining');
+    const poll = await getTask(g.url!, '00000000-0000-4000-8000-000000000000');
+    assert.equal(poll.body.error?.code, -32602);
+    assert.equal(poll.headers.get('connection'), 'close', 'a hot-path response while draining');
     const r = await inflight;
     assert.equal(r.status, 200);
     assert.equal(r.body.result?.content?.[0]?.text, 'Countdown from 3 finished.', JSON.stringify(r.body));

@@ -1,13 +1,16 @@
 /**
- * The hot path of `tasks/get|update|cancel` (apps/gateway/src/hot-path.ts, D8, D12) answers
- * byte for byte like the SDK path: one corpus of valid and invalid requests is sent to a gateway
- * with HOT_PATH=true and to one with HOT_PATH=false (same Redis, same prefix, same keys), and
- * the status, every response header but framing (`Content-Length` / chunked) and the clock, and
- * the body must be equal. Requests that change a task are sent to two twin tasks, one per path,
- * and compared with the task ids swapped. The corpus covers the whole validation ladder as it
- * applies to `tasks/*`: version, `_meta` envelope (B-05), standard headers with Base64 sentinels
- * and whitespace (H-15, H-17), stray `Mcp-Param-*` headers (SEP-2243), capabilities (T-05),
- * authentication and ownership (T-44), malformed params and JSON-RPC shapes.
+ * The hot path of `tasks/get|update|cancel` and of a `tools/call` that becomes a task
+ * (apps/gateway/src/hot-path.ts, D8, D12) answers byte for byte like the SDK path: one corpus
+ * of valid and invalid requests is sent to a gateway with HOT_PATH=true and to one with
+ * HOT_PATH=false (same Redis, same prefix, same keys), and the status, every response header
+ * but framing (`Content-Length` / chunked) and the clock, and the body must be equal. Requests
+ * that change a task are sent to two twin tasks, one per path, and compared with the task ids
+ * swapped; `tools/call` requests go to both, and their answers are compared with the new
+ * task's id, the times and a signed `requestState` masked. The corpus covers the validation
+ * ladder as it applies to these methods: version, `_meta` envelope (B-05), standard headers
+ * with Base64 sentinels and whitespace (H-15, H-17), `Mcp-Param-*` headers (SEP-2243),
+ * capabilities (T-04, T-05, B-07), arguments (SEP-1303), authentication and ownership (T-44),
+ * malformed params and JSON-RPC shapes.
  */
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
@@ -70,7 +73,7 @@ function build(c: Case): { headers: Record<string, string>; body: string } {
   return { headers, body: JSON.stringify(c.rawBody ?? { jsonrpc: '2.0', id: 'id' in c ? c.id : 'eq-1', method: c.method, params: c.params }) };
 }
 
-describe('hot path ≡ SDK path for tasks/get, tasks/update, tasks/cancel (D8, D12)', () => {
+describe('hot path ≡ SDK path for tasks/get, tasks/update, tasks/cancel and tools/call → task (D8, D12)', () => {
   let c: Cluster;
   let hot: string;
   let sdk: string;
@@ -253,5 +256,92 @@ describe('hot path ≡ SDK path for tasks/get, tasks/update, tasks/cancel (D8, D
       assert.deepEqual(Object.keys(s1.inputRequests ?? {}).sort(), Object.keys(s2.inputRequests ?? {}).sort());
     }
     assert.deepEqual(diffs, []);
+  });
+
+  it('the same answers for tools/call: task handles (ids and times aside) and every request the hot path leaves to the SDK', async (t) => {
+    const call = (name: string, args: unknown, o: { meta?: Record<string, unknown>; params?: Record<string, unknown>; headers?: Record<string, string | null>; token?: string; id?: unknown } = {}): Case => ({
+      name: '',
+      method: 'tools/call',
+      params: { name, ...(args === undefined ? {} : { arguments: args }), _meta: { ...envelope(), ...(o.meta ?? {}) }, ...(o.params ?? {}) },
+      headers: { 'mcp-name': name, ...(o.headers ?? {}) },
+      ...(o.token ? { token: o.token } : {}),
+      ...('id' in o ? { id: o.id } : {}),
+    });
+    const named = (n: string, k: Case): Case => ({ ...k, name: n });
+    const slow = { seconds: 120, quiet: true };
+    const corpus: Case[] = [
+      named('a task handle', call('slow_echo', slow)),
+      named('a task handle, numeric id', call('slow_echo', slow, { id: 9 })),
+      named('a task handle, progressToken in _meta', call('slow_echo', slow, { meta: { progressToken: 'p-7' } })),
+      named('a task handle, vendor _meta key', call('slow_echo', slow, { meta: { 'com.example/trace': 'x' } })),
+      named('a task handle, arguments absent', call('multi_input', undefined)),
+      named('a task handle, unknown argument (stripped)', call('slow_echo', { ...slow, other: 1 })),
+      named('a task handle, Mcp-Param-Region matching', call('header_echo', { region: 'eu-west', seconds: 60 }, { headers: { 'mcp-param-region': 'eu-west' } })),
+      named('a task handle, Mcp-Param-Region as Base64', call('header_echo', { region: 'eu-west', seconds: 60 }, { headers: { 'mcp-param-region': `=?base64?${Buffer.from('eu-west').toString('base64')}?=` } })),
+      named('Mcp-Param-Region missing', call('header_echo', { region: 'eu-west' })),
+      named('Mcp-Param-Region mismatching', call('header_echo', { region: 'eu-west' }, { headers: { 'mcp-param-region': 'us-east' } })),
+      named('arguments the schema refuses (SEP-1303)', call('slow_echo', { seconds: 'soon' })),
+      named('arguments null', call('slow_echo', null)),
+      named('arguments an array', call('slow_echo', [1])),
+      named('name not a string', { ...call('slow_echo', slow), params: { name: 7, arguments: slow, _meta: envelope() }, headers: { 'mcp-name': '7' } }),
+      named('unknown tool', call('no_such_tool', {})),
+      named('a pre-task question first (T-16)', call('test_tool_with_task', {})),
+      named('a task-only tool without the extension (T-04)', call('test_tool_with_task', {}, { meta: { 'io.modelcontextprotocol/clientCapabilities': { elicitation: { form: {} } } } })),
+      named('an optional tool without the extension (synchronous lane)', call('add', { a: 1, b: 2 }, { meta: { 'io.modelcontextprotocol/clientCapabilities': {} } })),
+      named('a gateway tool with the extension (inline lane)', call('add', { a: 1, b: 2 })),
+      named('a tool that asks, without elicitation (B-07)', call('ask_confirm', {}, { meta: { 'io.modelcontextprotocol/clientCapabilities': { extensions: { [TASKS]: {} } } } })),
+      named('requestState param', call('slow_echo', slow, { params: { requestState: 'forged' } })),
+      named('inputResponses param', call('slow_echo', slow, { params: { inputResponses: {} } })),
+      named('task param', call('slow_echo', slow, { params: { task: { ttl: 1000 } } })),
+      named('_meta logLevel', call('slow_echo', slow, { meta: { 'io.modelcontextprotocol/logLevel': 'info' } })),
+      named('bad clientInfo', call('slow_echo', slow, { meta: { 'io.modelcontextprotocol/clientInfo': { name: 3 } } })),
+      named('Mcp-Name other', call('slow_echo', slow, { headers: { 'mcp-name': 'add' } })),
+      named('no _meta (B-05)', { ...call('slow_echo', slow), params: { name: 'slow_echo', arguments: slow } }),
+      named('no credentials', call('slow_echo', slow, { headers: { authorization: null } })),
+      named('Bob (another principal)', call('slow_echo', slow, { token: BOB })),
+    ];
+    // Random and clock parts of an answer: the task id, the times, a signed requestState.
+    const normal = (x: Raw) => {
+      let body = x.body;
+      try {
+        const id = JSON.parse(body).result?.taskId;
+        if (typeof id === 'string') body = body.split(id).join('<task>');
+      } catch {
+        /* not JSON */
+      }
+      body = body.replace(/\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z/g, '<time>');
+      // A signed requestState carries its own id and issue time (M-05).
+      return { ...x, body: body.replace(/"requestState":"[^"]+"/g, '"requestState":"<signed>"') };
+    };
+    const served = (i: number) => c.gateways[i]!.logs.filter((l) => l.msg === 'hot_path.served').length;
+    const servedBefore = served(0);
+    const diffs: string[] = [];
+    const handles: [string, string][] = [];
+    for (const k of corpus) {
+      const { headers, body } = build(k);
+      const a = await send(hot, headers, body);
+      const b = await send(sdk, headers, body);
+      const [na, nb] = [normal(a), normal(b)];
+      if (differs(na, nb)) diffs.push(`${k.name}:\n  hot ${a.status} ${a.headers} ${a.body}\n  sdk ${b.status} ${b.headers} ${b.body}`);
+      const id = (JSON.parse(a.body) as { result?: { taskId?: string } }).result?.taskId;
+      if (id) handles.push([id, k.token ?? ALICE]);
+    }
+    assert.deepEqual(diffs, [], `${diffs.length} of ${corpus.length} requests answered differently`);
+    const answeredHot = served(0) - servedBefore;
+    t.diagnostic(`${corpus.length} tools/call requests, ${answeredHot} answered by the hot path`);
+    // The usual shapes (the "a task handle…" cases and Bob's) were created by the hot path; the
+    // rest (odd params or envelopes, other lanes) went to the SDK, some of them to a handle too.
+    const usual = corpus.filter((k) => k.name.startsWith('a task handle') || k.name.startsWith('Bob')).length;
+    assert.equal(answeredHot, usual, 'the hot path served the usual shapes');
+    assert.ok(handles.length >= usual, `${handles.length} handles`);
+    // A handle from the hot path is a task like any other: it runs on a worker, and its owner
+    // (only its owner) sees and cancels it through either path.
+    for (const [id, token] of handles) {
+      const r = build({ name: '', method: 'tasks/cancel', params: { taskId: id, _meta: envelope() }, token });
+      const res = await send(sdk, r.headers, r.body);
+      assert.equal(JSON.parse(res.body).result?.resultType, 'complete', res.body);
+      const done = await pollTask(() => hot, id, (x) => x.status === 'cancelled', 10_000, 50, { token });
+      assert.equal(done.status, 'cancelled');
+    }
   });
 });

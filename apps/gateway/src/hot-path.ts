@@ -1,36 +1,46 @@
 /**
- * The hot path of `tasks/get`, `tasks/update` and `tasks/cancel` (design D8, D12): clients poll
- * `tasks/get` every `pollIntervalMs` for every task they hold, so these are most of a task
- * service's requests. They are answered here without building the SDK's per-request server,
- * with the same functions (tasks-methods.ts) and byte for byte the same responses as the SDK
- * path (test/e2e/hot-path-equivalence.test.ts sends one corpus through both).
+ * The hot path (design D8, D12): the requests a task service answers most — the polls
+ * (`tasks/get`, every `pollIntervalMs` for every task a client holds), `tasks/update`,
+ * `tasks/cancel`, and a `tools/call` that becomes a task (issue 8 §3) — answered without
+ * building the SDK's per-request server, with the same functions as the SDK path
+ * (tasks-methods.ts, task-create.ts) and byte for byte the same responses
+ * (test/e2e/hot-path-equivalence.test.ts sends one corpus through both). HOT_PATH=false turns
+ * it off (every request through the SDK), for comparisons.
  *
  * Every check the spec asks for still runs, once: version, standard headers (Base64 sentinels
- * included) and the `_meta` envelope in the route's classification (classify.ts, headers.ts);
- * authentication and the rate in the route's hooks; the Tasks extension gate (T-05) and, in
- * tasks-methods.ts, the owner (T-44). The hot path only serves requests whose shape it knows
- * exactly — a JSON-RPC request with a string `taskId` and nothing but `_meta` (and, for
- * `tasks/update`, `inputResponses`) beside it, with a well-formed envelope — and hands anything
- * else to the SDK path, whose answers (for malformed params, odd envelopes) it would otherwise
- * have to imitate.
+ * included), `Mcp-Param-*` headers and the `_meta` envelope in the route's classification
+ * (classify.ts, headers.ts); authentication and the rates in the route's hooks; the slot among
+ * the principal's unfinished tasks in the route; the Tasks extension gate (T-05) and, in
+ * tasks-methods.ts, the owner (T-44); the tool's arguments and required capabilities in the
+ * classification (its lane). The hot path only serves requests whose shape it knows exactly,
+ * with a well-formed envelope, and hands anything else to the SDK path, whose answers (for
+ * malformed params, odd envelopes) it would otherwise have to imitate:
+ *  - `tasks/*`: a string `taskId` and nothing but `_meta` (and, for `tasks/update`,
+ *    `inputResponses`) beside it;
+ *  - `tools/call`: `name`, `arguments` (an object, or absent) and `_meta`, of a call on the
+ *    `task` lane whose tool has no pre-task questions (no `requestState`, no `inputResponses`).
  *
- * Wire format (the SDK's): a result is `{"result":{…,"resultType":"complete","_meta":{"io.
- * modelcontextprotocol/serverInfo":…}},"jsonrpc":"2.0","id":…}`, HTTP 200; an error is
+ * Wire format (the SDK's): a result is `{"result":{…,"resultType":…,"_meta":{"io.
+ * modelcontextprotocol/serverInfo":…}},"jsonrpc":"2.0","id":…}` (a task handle starts with
+ * `"content":[]`, as the SDK's CallToolResult parse adds it), HTTP 200; an error is
  * `{"jsonrpc":"2.0","id":…,"error":{…}}`, HTTP 200, but 400 for `-32021` (T-05).
  */
 import type { FastifyReply } from 'fastify';
 import { isSpecType } from '@modelcontextprotocol/server';
+import { toCreateTaskResult } from '@mcp-tasks/task-store';
 import type { Classification, McpBody } from './classify.js';
-import { SERVER_INFO, type Gateway } from './context.js';
+import { SERVER_INFO, type Exchange, type Gateway } from './context.js';
 import { ErrorCode } from './errors.js';
 import { partitionInputResponses } from './answers.js';
 import { cancelTask, gateTasks, getTask, updateTask } from './tasks-methods.js';
+import { startTask } from './task-create.js';
 
-const METHODS = new Set(['tasks/get', 'tasks/update', 'tasks/cancel']);
+/** The params each hot method may carry (anything else goes to the SDK path). */
 const PARAM_KEYS: Record<string, Set<string>> = {
   'tasks/get': new Set(['taskId', '_meta']),
   'tasks/cancel': new Set(['taskId', '_meta']),
   'tasks/update': new Set(['taskId', '_meta', 'inputResponses']),
+  'tools/call': new Set(['name', 'arguments', '_meta']),
 };
 const ENVELOPE_KEYS = new Set(['io.modelcontextprotocol/protocolVersion', 'io.modelcontextprotocol/clientCapabilities', 'io.modelcontextprotocol/clientInfo']);
 const SERVER_META = { 'io.modelcontextprotocol/serverInfo': SERVER_INFO };
@@ -42,53 +52,71 @@ const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'obj
  * to the SDK path.
  */
 export function servesHot(c: Classification, body: McpBody): boolean {
-  if (c.era !== 'modern' || c.rejected || c.method === undefined || !METHODS.has(c.method)) return false;
+  if (c.era !== 'modern' || c.rejected || c.method === undefined || !Object.hasOwn(PARAM_KEYS, c.method)) return false;
   if (!(typeof c.id === 'string' || Number.isSafeInteger(c.id))) return false;
   const params = body.params as Record<string, unknown> | undefined;
-  if (!isObject(params) || typeof params.taskId !== 'string') return false;
+  if (!isObject(params)) return false;
   const allowed = PARAM_KEYS[c.method]!;
   for (const k of Object.keys(params)) if (!allowed.has(k)) return false;
-  const meta = params._meta;
+  if (c.method === 'tools/call') {
+    // The task lane (T-11), nothing to ask before the task (T-16) and nothing to continue.
+    if (c.lane !== 'task' || c.continues || !c.tool || c.tool.preTask || !c.args) return false;
+    if (typeof params.name !== 'string' || !(params.arguments === undefined || isObject(params.arguments))) return false;
+  } else if (typeof params.taskId !== 'string') return false;
+  return wellFormedEnvelope(params._meta);
+}
+
+/** `_meta` with the 2026 envelope the SDK accepts as is, and no other `io.modelcontextprotocol/` key. */
+function wellFormedEnvelope(meta: unknown): boolean {
   if (!isObject(meta)) return false;
   for (const k of Object.keys(meta)) {
     if (k.startsWith('io.modelcontextprotocol/') && !ENVELOPE_KEYS.has(k)) return false;
   }
-  const caps = meta['io.modelcontextprotocol/clientCapabilities'];
-  if (!isSpecType.ClientCapabilities(caps)) return false;
+  if (!isSpecType.ClientCapabilities(meta['io.modelcontextprotocol/clientCapabilities'])) return false;
   const info = meta['io.modelcontextprotocol/clientInfo'];
-  if (info !== undefined && !isSpecType.Implementation(info)) return false;
-  return true;
+  return info === undefined || isSpecType.Implementation(info);
 }
 
 /**
- * Answers one hot request (`servesHot` was true) for `principal`.
+ * Answers one hot request (`servesHot` was true) for the exchange's principal. A created task's
+ * id goes into `exchange.createdTaskId` before the handle is written (D4: the route cancels it
+ * if the client is gone before the handle reached it).
  * @throws nothing the client sees: an unexpected failure is answered `-32603` like the SDK's.
  */
-export async function serveHot(gw: Gateway, c: Classification, body: McpBody, principal: string, reply: FastifyReply): Promise<void> {
+export async function serveHot(gw: Gateway, c: Classification, body: McpBody, exchange: Exchange, reply: FastifyReply): Promise<void> {
   const id = c.id as string | number;
   const params = body.params as Record<string, unknown>;
+  const { principal } = exchange;
   if (gw.log.isLevelEnabled('debug')) gw.log.debug({ method: c.method, id }, 'hot_path.served');
-  const taskId = params.taskId;
   let result: Record<string, unknown>;
   try {
-    gateTasks('modern', c.declaresTasks, c.method!);
-    if (c.method === 'tasks/get') result = await getTask(gw, principal, taskId);
-    else if (c.method === 'tasks/cancel') result = await cancelTask(gw, principal, taskId);
-    else {
-      const raw = params.inputResponses;
-      result = await updateTask(gw, principal, taskId, raw, raw === undefined ? [] : partitionInputResponses(raw).droppedKeys);
+    if (c.method === 'tools/call') {
+      const rec = await startTask(gw, { principal, caps: c.caps, exchange }, c.tool!, c.args, 'task');
+      exchange.createdTaskId = rec.taskId;
+      // The SDK parses a tools/call result as a CallToolResult, whose `content` defaults to [].
+      result = { content: [], ...toCreateTaskResult(rec) };
+    } else {
+      gateTasks('modern', c.declaresTasks, c.method!);
+      const taskId = params.taskId;
+      if (c.method === 'tasks/get') result = await getTask(gw, principal, taskId);
+      else if (c.method === 'tasks/cancel') result = await cancelTask(gw, principal, taskId);
+      else {
+        const raw = params.inputResponses;
+        result = await updateTask(gw, principal, taskId, raw, raw === undefined ? [] : partitionInputResponses(raw).droppedKeys);
+      }
     }
   } catch (e) {
     const err = e as { code?: unknown; message?: string; data?: unknown };
     const code = Number.isSafeInteger(err.code) ? (err.code as number) : ErrorCode.InternalError;
-    if (code === ErrorCode.InternalError && !Number.isSafeInteger(err.code)) gw.log.error({ err: e, method: c.method }, 'hot_path.failed');
+    if (!Number.isSafeInteger(err.code)) gw.log.error({ err: e, method: c.method }, 'hot_path.failed');
     const error = { code, message: err.message ?? 'Internal error', ...(err.data !== undefined ? { data: err.data } : {}) };
     const status = code === ErrorCode.MissingRequiredClientCapability ? 400 : 200;
     send(reply, status, { jsonrpc: '2.0', id, error });
     return;
   }
-  // The SDK's encoding of a custom method's result: `resultType`, then `_meta.serverInfo`, last.
-  const encoded = { ...result, resultType: 'complete', _meta: SERVER_META };
+  // The SDK's encoding of a result: `resultType` (kept where the handler put it, else added),
+  // then `_meta.serverInfo`, last.
+  const encoded = { ...result, resultType: result.resultType ?? 'complete', _meta: SERVER_META };
   send(reply, 200, { result: encoded, jsonrpc: '2.0', id });
 }
 

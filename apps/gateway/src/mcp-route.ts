@@ -7,8 +7,10 @@
  *               per-principal request rate (limits.ts: 429)
  *   handler:    body depth (400) → classify once (classify.ts) → 503 while Redis is away for
  *               methods that need it (D10) → for a call that starts work, the creation rate
- *               (429) → the lane:
+ *               and a slot among the principal's unfinished tasks, together (429) → the lane:
  *                - `subscriptions/listen` for `taskIds` → listen.ts (T-39, T-49);
+ *                - `tasks/get|update|cancel`, and a `tools/call` that becomes a task, of the
+ *                  usual shapes → hot-path.ts, without the SDK's per-request server (D8);
  *                - a 2026 `tools/call` held open while a worker runs it (lane `sync`) → the SDK
  *                  handler that answers `text/event-stream` at once (D1, D6);
  *                - everything else → the SDK handler answering JSON unless it streams
@@ -119,15 +121,22 @@ export function createMcpRoute(gw: Gateway, redisHealth: RedisHealth, limits: Li
           // A call that starts work on a worker counts against the creation rate (not a retry
           // continuing earlier work, and not a request the SDK's ladder refuses).
           // It also takes a slot among the principal's unfinished tasks (MAX_OUTSTANDING_TASKS),
-          // reserved here so a full principal gets 429 before anything runs.
+          // reserved here so a full principal gets 429 before anything runs. The two are
+          // independent, so they go to Redis together (one round trip, issue 8 §3); a slot
+          // reserved for a call the rate refuses is given back at once.
           let reservation: Exchange['reservation'];
           if ((c.lane === 'task' || c.lane === 'sync') && !c.continues) {
-            const refused = await limits.creation(req, principal);
-            if (refused) return sendRefusal(reply, c.id, refused);
             const taskId = newTaskId();
             const now = Date.now();
             const max = config.maxOutstandingTasks;
-            const r = await gw.store.reserveOutstanding(principal, taskId, max, now + config.task.ttlMs, now).catch(() => undefined);
+            const [refused, r] = await Promise.all([
+              limits.creation(req, principal),
+              gw.store.reserveOutstanding(principal, taskId, max, now + config.task.ttlMs, now).catch(() => undefined),
+            ]);
+            if (refused) {
+              if (r?.ok) gw.store.releaseOutstanding(principal, taskId).catch(() => undefined);
+              return sendRefusal(reply, c.id, refused);
+            }
             if (!r) return reply.code(503).header('retry-after', '5').send(jsonRpcErrorBody(c.id, ErrorCode.InternalError, 'Task store unavailable; retry later'));
             if (!r.ok) return sendRefusal(reply, c.id, { limit: 'outstanding_tasks', max, retryAfterS: Math.max(1, Math.ceil(config.task.pollIntervalMs / 1000)) });
             reservation = { taskId, priority: r.count, used: false };
@@ -146,9 +155,6 @@ export function createMcpRoute(gw: Gateway, redisHealth: RedisHealth, limits: Li
             }
             return taskListen.serve(req, reply, body!, principal, c);
           }
-          // tasks/get|update|cancel of the usual shape: answered without the SDK's per-request
-          // server, with the same validation and the same bytes (hot-path.ts, D8).
-          if (config.hotPath && servesHot(c, body!)) return serveHot(gw, c, body!, principal, reply);
           // A known client bug (clients.md 5c): after negotiating an older revision, the client
           // sends a newer MCP-Protocol-Version header. On the 2025 lane the negotiated version is
           // what counts, so an unknown pre-2026 value there is dropped rather than refused with
@@ -161,7 +167,6 @@ export function createMcpRoute(gw: Gateway, redisHealth: RedisHealth, limits: Li
           }
           const span = requestSpan(req.raw);
           const exchange: Exchange = { principal, classification: c, rawInputResponses: body?.params?.inputResponses, ...(reservation ? { reservation } : {}), ...(span ? { span } : {}) };
-          const authInfo = { token: '', clientId: principal, scopes: [], extra: { exchange } };
           reply.raw.once('close', () => {
             // A slot reserved for a task this request did not create (an error, a pre-task
             // question) is given back.
@@ -177,9 +182,14 @@ export function createMcpRoute(gw: Gateway, redisHealth: RedisHealth, limits: Li
                 .catch(() => undefined);
             }
           });
+          // tasks/get|update|cancel and a tools/call that becomes a task, of the usual shapes:
+          // answered without the SDK's per-request server, with the same validation and the same
+          // bytes (hot-path.ts, D8).
+          if (config.hotPath && servesHot(c, body!)) return serveHot(gw, c, body!, exchange, reply);
+          const authInfo = { token: '', clientId: principal, scopes: [], extra: { exchange } };
           reply.hijack();
           const held = c.era === 'modern' && c.lane === 'sync';
-          await serveThrough(held ? streamHandler : handler, req.raw, reply.raw, req.body, authInfo, adapterOptions);
+          await serveThrough(held ? streamHandler : handler, req.raw, reply.raw, req.body, authInfo, { ...adapterOptions, headers: reply.getHeaders() });
         },
       });
     },

@@ -33,7 +33,9 @@ export interface FetchHandler {
 
 /**
  * Serves `req` (already parsed into `parsedBody`) through `handler`, writing its response to `res`.
- * @param onerror receives a failure to convert or hand over the request (answered 500 `-32603`).
+ * @param o.onerror receives a failure to convert or hand over the request (answered 500 `-32603`).
+ * @param o.headers headers the route already set on the reply (hooks), added where the SDK's
+ *        response has none of that name.
  */
 export async function serveThrough(
   handler: FetchHandler,
@@ -41,7 +43,7 @@ export async function serveThrough(
   res: ServerResponse,
   parsedBody: unknown,
   authInfo: AuthInfo,
-  o: { maxRequestBodySize: number; onerror: (e: Error) => void },
+  o: { maxRequestBodySize: number; onerror: (e: Error) => void; headers?: Record<string, unknown> },
 ): Promise<void> {
   let finished = false;
   const abort = new AbortController();
@@ -59,6 +61,8 @@ export async function serveThrough(
   }
   const headers: Record<string, string> = {};
   for (const [name, value] of response.headers) headers[name] = value;
+  // Headers the route's hooks set (e.g. `Connection: close` while draining), unless the SDK set them.
+  for (const [name, value] of Object.entries(o.headers ?? {})) if (!(name in headers) && typeof value === 'string') headers[name] = value;
   res.writeHead(response.status, headers);
   if (response.headers.get('content-type')?.startsWith('text/event-stream')) res.write(SSE_OPEN_COMMENT);
   if (response.body === null) {

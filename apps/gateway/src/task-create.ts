@@ -35,6 +35,9 @@ export function storedCapabilities(caps: Record<string, unknown>): Record<string
   return out;
 }
 
+/** What creating a task needs to know of the call (an SDK handler's `Call`, or the hot path's). */
+export type Creator = Pick<Call, 'principal' | 'caps' | 'exchange'>;
+
 /**
  * When the reconciler first looks at a task (ms from now): a synchronous call as soon as its
  * hold could have lapsed (a dead gateway's call is cancelled within SYNC_HOLDER_TIMEOUT_MS +
@@ -53,7 +56,7 @@ export function firstCheckMs(gw: Gateway, mode: TaskMode): number {
  * @throws `-31429` when the principal holds the most unfinished tasks allowed; `-32603` when
  * Redis is unreachable.
  */
-async function slotFor(gw: Gateway, call: Call, now: number): Promise<{ taskId: string; priority: number }> {
+async function slotFor(gw: Gateway, call: Creator, now: number): Promise<{ taskId: string; priority: number }> {
   const r = call.exchange.reservation;
   if (r && !r.used) {
     r.used = true;
@@ -79,7 +82,7 @@ async function slotFor(gw: Gateway, call: Call, now: number): Promise<{ taskId: 
  * @throws `-32603` "Task store unavailable" when either write fails (nothing is left behind);
  * `-31429` when the principal holds too many unfinished tasks.
  */
-export async function startTask(gw: Gateway, call: Call, tool: ToolDefinition, args: unknown, mode: TaskMode): Promise<TaskRecord> {
+export async function startTask(gw: Gateway, call: Creator, tool: ToolDefinition, args: unknown, mode: TaskMode): Promise<TaskRecord> {
   const { config, store, queues, log } = gw;
   const now = Date.now();
   const { taskId, priority } = await slotFor(gw, call, now);

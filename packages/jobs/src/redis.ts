@@ -2,7 +2,11 @@
  * ioredis clients with the settings measured in bullmq-notes §5.
  *  - `request`: gateway request path. Fails fast while Redis is away (offline queue off,
  *    1 retry, 2 s command timeout, no resend after a reconnect) so a client gets an error,
- *    never a ghost write later.
+ *    never a ghost write later. Auto-pipelined: the commands that concurrent requests issue in
+ *    one event-loop turn leave in one write and come back in one read (issue 8 §3: a creation's
+ *    five round trips cost the gateway a socket write each otherwise). Never used for blocking
+ *    commands or subscriptions (those have their own `worker` connections), and never on a
+ *    worker, where BullMQ's own ordering of commands matters.
  *  - `worker`: workers and subscribers. Commands wait for the reconnect (BullMQ requires
  *    `maxRetriesPerRequest: null` on blocking connections), so a finished step's write lands.
  * Reconnect back-off is capped at 2 s (BullMQ's default grows to 20 s).
@@ -25,6 +29,7 @@ export function redisOptions(role: RedisRole): RedisOptions {
         commandTimeout: 2000,
         retryStrategy,
         connectTimeout: 5000,
+        enableAutoPipelining: true,
       }
     : { maxRetriesPerRequest: null, retryStrategy, connectTimeout: 5000 };
 }

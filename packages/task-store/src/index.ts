@@ -348,13 +348,13 @@ export class TaskStore {
     return parseRecord(taskId, fields)!;
   }
 
-  /** Adds a task to the reconciler index, to be looked at after `afterMs`. Best effort. */
+  /**
+   * Adds a task to the reconciler index, to be looked at after `afterMs`. Best effort. Two plain
+   * commands, not a MULTI: neither depends on the other, and plain commands share the
+   * connection's automatic pipeline with the rest of the request (a MULTI is written alone).
+   */
   async scheduleReconcile(taskId: string, afterMs: number, maxTtlMs: number, now = Date.now()): Promise<void> {
-    await this.redis
-      .multi()
-      .zadd(this.reconcileKey, now + afterMs, taskId)
-      .pexpire(this.reconcileKey, maxTtlMs + 86_400_000)
-      .exec();
+    await Promise.all([this.redis.zadd(this.reconcileKey, now + afterMs, taskId), this.redis.pexpire(this.reconcileKey, maxTtlMs + 86_400_000)]);
   }
 
   /** Reads a task, or `null` when it does not exist or has expired. One HGETALL. */
