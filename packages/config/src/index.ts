@@ -147,8 +147,9 @@ const schema = z.object({
   /** Task listen streams (`subscriptions/listen` with taskIds) one principal may hold open, across all gateways. */
   MAX_LISTEN_STREAMS_PER_PRINCIPAL: z.coerce.number().int().min(1).default(16),
   /**
-   * `tasks/get|update|cancel` take the gateway's hot path (no per-request SDK server, same
-   * answers). `false` sends them through the SDK like every other method (benchmarks, tests).
+   * `tasks/get|update|cancel` and a `tools/call` that becomes a task take the gateway's hot
+   * path (no per-request SDK server, same answers). `false` sends them through the SDK like
+   * every other method (benchmarks, tests).
    */
   HOT_PATH: z.enum(['true', 'false']).default('true').transform((v) => v === 'true'),
   /** A request whose headers and body have not fully arrived after this is cut (slow-body clients). */
@@ -252,7 +253,7 @@ export interface Config {
   allowedOrigins: string[];
   /** Hostnames allowed in the `Host` header; `undefined` = any (DNS rebinding defence). */
   allowedHosts: string[] | undefined;
-  /** `tasks/*` take the hot path (apps/gateway/src/hot-path.ts). */
+  /** `tasks/*` and task-creating `tools/call` take the hot path (apps/gateway/src/hot-path.ts, HOT_PATH). */
   hotPath: boolean;
   /** Non-terminal tasks one principal may hold, counted in Redis (MAX_OUTSTANDING_TASKS, issue 10 §4). */
   maxOutstandingTasks: number;
