@@ -30,6 +30,18 @@ export function findOnPath(name, path = process.env.PATH ?? '') {
   return undefined;
 }
 
+/**
+ * The nginx binary: $NGINX_BIN, then /usr/sbin/nginx, /usr/local/sbin/nginx,
+ * /usr/local/nginx/sbin/nginx, then `nginx` on PATH; the first that is executable, else
+ * undefined. One answer for `npm test`'s prerequisite check, `npm run stack` and the tests.
+ */
+export function findNginx() {
+  for (const c of [process.env.NGINX_BIN, '/usr/sbin/nginx', '/usr/local/sbin/nginx', '/usr/local/nginx/sbin/nginx']) {
+    if (c && isExecutable(c)) return c;
+  }
+  return findOnPath('nginx');
+}
+
 /** Whether `file` is an executable file. */
 export function isExecutable(file) {
   try {

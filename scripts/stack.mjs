@@ -26,12 +26,13 @@
  * test/e2e/topology.test.ts).
  */
 import { spawn } from 'node:child_process';
-import { accessSync, constants, existsSync, mkdtempSync, readdirSync, rmSync, statSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { delimiter, dirname, join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { writeLocalNginxConf } from '../deploy/nginx/render.mjs';
+import { findNginx } from './local-redis.mjs';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..');
 const WORKSPACES = [...['apps/gateway', 'apps/worker'], ...readdirSync(join(root, 'packages')).map((p) => `packages/${p}`)];
@@ -107,20 +108,6 @@ const appArgs = (mode, app) =>
   mode === 'dist'
     ? [join(root, 'apps', app, 'dist', 'main.js')]
     : ['--conditions=mcp-tasks-src', '--import', 'tsx', join(root, 'apps', app, 'src', 'main.ts')];
-
-function findNginx() {
-  const candidates = [process.env.NGINX_BIN, '/usr/sbin/nginx', '/usr/local/sbin/nginx', '/usr/local/nginx/sbin/nginx', ...(process.env.PATH ?? '').split(delimiter).filter(Boolean).map((d) => join(d, 'nginx'))];
-  for (const c of candidates) {
-    if (!c) continue;
-    try {
-      accessSync(c, constants.X_OK);
-      return c;
-    } catch {
-      // not here
-    }
-  }
-  return undefined;
-}
 
 /** REDIS_URL without its password, for printing. */
 function redactedRedisUrl() {

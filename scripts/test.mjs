@@ -19,16 +19,14 @@ import { mkdtempSync, readdirSync, rmSync, statSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join, relative } from 'node:path';
-import { findOnPath, INSTALL, isExecutable, probeRedis, startRedisServer } from './local-redis.mjs';
+import { findNginx, findOnPath, INSTALL, probeRedis, startRedisServer } from './local-redis.mjs';
 
 import { build, ROOT as root } from './build.mjs';
 
 // --- Prerequisites: one line per missing piece, before anything runs --------------------------
 const missing = [];
 if (!findOnPath('redis-server')) missing.push(`redis-server is not installed (tests start throwaway Redis servers); install it: ${INSTALL['redis-server']}`);
-const nginx = process.env.NGINX_BIN
-  ? isExecutable(process.env.NGINX_BIN)
-  : ['/usr/sbin/nginx', '/usr/local/sbin/nginx', '/usr/local/nginx/sbin/nginx'].some(isExecutable) || Boolean(findOnPath('nginx'));
+const nginx = findNginx();
 if (!nginx) missing.push(`nginx is not installed${process.env.NGINX_BIN ? ` at NGINX_BIN=${process.env.NGINX_BIN}` : ''} (test/e2e/cases-b10 runs behind a real nginx); install it: ${INSTALL.nginx}`);
 if (!findOnPath('tmux')) missing.push(`tmux is not installed (test/e2e/claude-code-interactive drives a terminal); install it: ${INSTALL.tmux}`);
 let testRedis;

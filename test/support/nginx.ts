@@ -14,37 +14,19 @@
  * is missing, startNginx throws saying so: a test behind a proxy is never skipped silently.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { accessSync, constants, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { delimiter, join } from 'node:path';
+import { join } from 'node:path';
 import { freePort, sleep } from './cluster.js';
 import { writeLocalNginxConf } from '../../deploy/nginx/render.mjs';
+import { findNginx } from '../../scripts/local-redis.mjs';
+
+export { findNginx };
 
 export const NGINX_INSTALL_HINT =
   'nginx is not installed: the case B-10 tests need a real nginx in front of the gateways. ' +
   'Install it with `DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends nginx-light` ' +
   '(or the `nginx` package; .ci/run does this), or point NGINX_BIN at an nginx binary.';
-
-/** The nginx binary: $NGINX_BIN, the Debian path, or the first `nginx` on PATH. */
-export function findNginx(): string | undefined {
-  const candidates = [
-    process.env.NGINX_BIN,
-    '/usr/sbin/nginx',
-    '/usr/local/sbin/nginx',
-    '/usr/local/nginx/sbin/nginx',
-    ...(process.env.PATH ?? '').split(delimiter).filter(Boolean).map((d) => join(d, 'nginx')),
-  ];
-  for (const c of candidates) {
-    if (!c) continue;
-    try {
-      accessSync(c, constants.X_OK);
-      return c;
-    } catch {
-      // not here
-    }
-  }
-  return undefined;
-}
 
 export interface NginxOptions {
   /** Gateway base URLs (`http://127.0.0.1:<port>`, a path is ignored), round robin in this order. */
