@@ -31,14 +31,14 @@ export function findOnPath(name, path = process.env.PATH ?? '') {
 }
 
 /**
- * The nginx binary: $NGINX_BIN, then /usr/sbin/nginx, /usr/local/sbin/nginx,
- * /usr/local/nginx/sbin/nginx, then `nginx` on PATH; the first that is executable, else
- * undefined. One answer for `npm test`'s prerequisite check, `npm run stack` and the tests.
+ * The nginx binary: $NGINX_BIN when set (and executable: a setting is never second-guessed),
+ * else /usr/sbin/nginx, /usr/local/sbin/nginx, /usr/local/nginx/sbin/nginx, then `nginx` on
+ * PATH; undefined when there is none. One answer for `npm test`'s prerequisite check,
+ * `npm run stack` and the tests.
  */
 export function findNginx() {
-  for (const c of [process.env.NGINX_BIN, '/usr/sbin/nginx', '/usr/local/sbin/nginx', '/usr/local/nginx/sbin/nginx']) {
-    if (c && isExecutable(c)) return c;
-  }
+  if (process.env.NGINX_BIN) return isExecutable(process.env.NGINX_BIN) ? process.env.NGINX_BIN : undefined;
+  for (const c of ['/usr/sbin/nginx', '/usr/local/sbin/nginx', '/usr/local/nginx/sbin/nginx']) if (isExecutable(c)) return c;
   return findOnPath('nginx');
 }
 
