@@ -13,6 +13,13 @@ const VARIABLES = [
   'HOST',
   'PORT',
   'REDIS_URL',
+  'REDIS_CLUSTER_NODES',
+  'REDIS_SENTINELS',
+  'REDIS_SENTINEL_NAME',
+  'REDIS_USERNAME',
+  'REDIS_PASSWORD',
+  'REDIS_SENTINEL_PASSWORD',
+  'REDIS_TLS',
   'REDIS_KEY_PREFIX',
   'MCP_TOOLSETS',
   'MCP_TOOL_MODULES',
@@ -92,7 +99,7 @@ describe('loadConfig defaults', () => {
     const c: Config = loadConfig({});
     assert.equal(c.host, '127.0.0.1');
     assert.equal(c.port, 3000);
-    assert.equal(c.redisUrl, 'redis://127.0.0.1:6379');
+    assert.deepEqual(c.redis, { mode: 'single', url: 'redis://127.0.0.1:6379', tls: false });
     assert.deepEqual(c.toolsets, ['demo']);
     assert.equal(c.task.ttlMs, 86_400_000);
     assert.equal(c.task.pollIntervalMs, 2000);
@@ -144,7 +151,7 @@ describe('loadConfig defaults', () => {
     });
     assert.equal(c.host, '0.0.0.0');
     assert.equal(c.port, 8080);
-    assert.equal(c.redisUrl, 'rediss://user:pw@redis.example:6380/2');
+    assert.deepEqual(c.redis, { mode: 'single', url: 'rediss://user:pw@redis.example:6380/2', tls: true });
     assert.deepEqual(c.toolsets, ['demo', 'conformance'], 'trimmed and de-duplicated');
     assert.equal(c.task.ttlMs, 60_000);
     assert.equal(c.task.pollIntervalMs, 500);

@@ -43,7 +43,9 @@ export function serviceVersion(): string {
 /** Environment variables every entry point's help names (the rest: `.env.example`). */
 export const COMMON_HELP = `Configuration comes from environment variables only; .env.example lists every one with its
 default. The main ones:
-  REDIS_URL          Redis for task records and queues (redis://127.0.0.1:6379)
+  REDIS_URL          Redis for task records and queues (redis://127.0.0.1:6379), or instead
+  REDIS_CLUSTER_NODES  a Redis Cluster (host:port,...), or REDIS_SENTINELS (host:port,...)
+                     with REDIS_SENTINEL_NAME; REDIS_PASSWORD, REDIS_TLS for any of them
   REDIS_KEY_PREFIX   prefix of every key written (mcp); give each deployment its own
   MCP_TOOLSETS       built-in tool sets: demo, conformance, testing, or none (demo)
   MCP_TOOL_MODULES   your own tool modules, comma list of paths or package names

@@ -10,11 +10,13 @@ import { AUTH_VARIABLES, isLoopbackHost, loadAuthConfig, type AuthConfig, type R
 import { ConfigError } from './errors.js';
 import { parseWebhookConfig, WEBHOOK_VARIABLES_SCHEMA, type WebhookConfig } from './webhooks.js';
 import { ADMIN_VARIABLES_SCHEMA, parseAdminConfig, type AdminConfig } from './admin.js';
+import { parseRedisConfig, REDIS_VARIABLES_SCHEMA, type RedisConfig } from './redis.js';
 
 export { ConfigError };
 export * from './auth.js';
 export * from './webhooks.js';
 export * from './admin.js';
+export * from './redis.js';
 export * from './cli.js';
 export * from './summary.js';
 
@@ -28,10 +30,6 @@ const schema = z.object({
   NODE_ENV: z.string().default('development'),
   HOST: z.string().min(1).default('127.0.0.1'),
   PORT: z.coerce.number().int().min(0).max(65535).default(3000),
-  REDIS_URL: z
-    .string()
-    .default('redis://127.0.0.1:6379')
-    .refine((v) => /^rediss?:\/\//.test(v), 'must start with redis:// or rediss://'),
   /** Prefix of every Redis key this service writes (task keys and BullMQ queues). */
   REDIS_KEY_PREFIX: z
     .string()
@@ -191,6 +189,7 @@ export const CONFIG_VARIABLES: readonly string[] = Object.freeze([
   ...AUTH_VARIABLES,
   ...Object.keys(WEBHOOK_VARIABLES_SCHEMA.shape),
   ...Object.keys(ADMIN_VARIABLES_SCHEMA.shape),
+  ...Object.keys(REDIS_VARIABLES_SCHEMA.shape),
 ]);
 
 /** The validated configuration. Durations are milliseconds unless the name says otherwise. */
@@ -198,7 +197,8 @@ export interface Config {
   env: string;
   host: string;
   port: number;
-  redisUrl: string;
+  /** The Redis topology: one Redis, a Cluster or Sentinel (redis.ts; issue 9 §7). */
+  redis: RedisConfig;
   keyPrefix: string;
   toolsets: Toolset[];
   /** MCP_TOOL_MODULES as written (paths, `file:` URLs or package names), de-duplicated, in order. */
@@ -304,6 +304,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, o: { role?: 'ga
     o.role === 'worker'
       ? { auth: { apiKeys: [], allowAnonymous: false, anonymous: 'off' as const }, requestState: { keys: Object.freeze([]), ttlSeconds: e.REQUEST_STATE_TTL_S, isDevKey: false } as unknown as RequestStateConfig }
       : loadAuthConfig(cleaned, { nodeEnv: e.NODE_ENV, host: e.HOST, requestStateTtlSeconds: e.REQUEST_STATE_TTL_S });
+  const redis = parseRedisConfig(cleaned);
+  if ('problem' in redis) throw new ConfigError(`invalid configuration: ${redis.problem}`);
   const webhooks = parseWebhookConfig(cleaned);
   if ('problem' in webhooks) throw new ConfigError(`invalid configuration: ${webhooks.problem}`);
   const admin = o.role === 'worker' ? undefined : parseAdminConfig(cleaned);
@@ -312,7 +314,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, o: { role?: 'ga
     env: e.NODE_ENV,
     host: e.HOST,
     port: e.PORT,
-    redisUrl: e.REDIS_URL,
+    redis,
     keyPrefix: e.REDIS_KEY_PREFIX,
     toolsets: e.MCP_TOOLSETS,
     toolModules: e.MCP_TOOL_MODULES,

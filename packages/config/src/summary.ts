@@ -1,25 +1,10 @@
 /**
- * What a process says about its configuration when it starts (issue 11 §3): which Redis and key
- * prefix it writes to, which tools it loads, how it authenticates. Never a secret: the Redis
+ * What a process says about its configuration when it starts (issue 11 §3): which Redis (topology,
+ * redis.ts `describeRedis`) and key prefix it writes to, which tools it loads, how it authenticates. Never a secret: the Redis
  * password is replaced by `***`, API keys are counted, not shown.
  */
 import type { AuthConfig } from './auth.js';
-
-/**
- * `url` with any password replaced by `***` (`redis://user:***@host:6379/0`); a URL without
- * credentials is returned unchanged. A value that does not parse as a URL loses everything
- * between `//` and `@`.
- */
-export function redactUrl(url: string): string {
-  try {
-    const u = new URL(url);
-    if (!u.password) return url;
-    u.password = '***';
-    return u.href;
-  } catch {
-    return url.replace(/\/\/[^@/]*@/, '//***@');
-  }
-}
+import { describeRedis, type RedisConfig } from './redis.js';
 
 /**
  * The authentication modes in force, e.g. `['api-keys(2)', 'jwt(https://issuer.example)']`,
@@ -35,7 +20,7 @@ export function authModes(auth: AuthConfig): string[] {
 
 /** What `startupSummary` reads from the configuration. */
 export interface SummaryInput {
-  redisUrl: string;
+  redis: RedisConfig;
   keyPrefix: string;
   toolsets: readonly string[];
   toolModules: readonly string[];
@@ -48,7 +33,7 @@ export interface SummaryInput {
  */
 export function startupSummary(c: SummaryInput, role: 'gateway' | 'worker'): Record<string, unknown> {
   return {
-    redis: redactUrl(c.redisUrl),
+    redis: describeRedis(c.redis),
     keyPrefix: c.keyPrefix,
     toolsets: [...c.toolsets],
     toolModules: [...c.toolModules],
