@@ -1,6 +1,6 @@
 /**
  * BullMQ's own add → process, the dispatch ceiling of the benchmark (issue 8 §5): a BullMQ
- * Worker in its own process, made like the service's worker (`createRedis(url, 'worker')`,
+ * Worker in its own process, made like the service's worker (`createRedis(config.redis, 'worker')`,
  * the same prefix scheme and concurrency), whose processor only reports when it was called.
  * A child process of bench/run.ts: sends `{ ready: true }` over IPC once the worker is
  * connected, then `{ i, at }` for each job (`at`: unix ms, sub-ms resolution).
@@ -11,7 +11,7 @@ import { Worker } from 'bullmq';
 import { createRedis } from '@mcp-tasks/jobs';
 import { wallMs } from './stats.js';
 
-const connection = createRedis(process.env.REDIS_URL!, 'worker', 'bench-baseline');
+const connection = createRedis({ mode: 'single', url: process.env.REDIS_URL!, tls: false }, 'worker', 'bench-baseline');
 await connection.connect();
 const worker = new Worker(
   'baseline',

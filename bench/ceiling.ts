@@ -11,7 +11,7 @@
  * Environment: REDIS_URL, CEILING_PREFIX (key prefix of the measured service: /get reads its
  * records), CEILING_RECORD (JSON object: the fields of a real task record, the template /create
  * writes), CEILING_TTL_MS.
- * Connections are made like the gateway's (`createRedis(url, 'request')`).
+ * Connections are made like the gateway's (`createRedis(config.redis, 'request')`).
  */
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -24,7 +24,7 @@ import { ROOT } from '../scripts/build.mjs';
 const prefix = process.env.CEILING_PREFIX!;
 const ttlMs = Number(process.env.CEILING_TTL_MS ?? 86_400_000);
 const template = Object.entries(JSON.parse(process.env.CEILING_RECORD ?? '{}') as Record<string, string>).flat();
-const redis = createRedis(process.env.REDIS_URL!, 'request', 'bench-ceiling');
+const redis = createRedis({ mode: 'single', url: process.env.REDIS_URL!, tls: false }, 'request', 'bench-ceiling');
 await redis.connect();
 redis.defineCommand('createTask', { numberOfKeys: 1, lua: readFileSync(join(ROOT, 'packages', 'task-store', 'lua', 'createTask-1.lua'), 'utf8') });
 const createTask = (redis as unknown as { createTask(key: string, ...args: string[]): Promise<number> }).createTask.bind(redis);

@@ -50,7 +50,7 @@ export interface DispatchFigure {
 
 /** Dispatch, `rounds` rounds of `perRound` sequential jobs each side, alternating. */
 export async function dispatch(b: BenchProcesses, rounds: number, perRound: number): Promise<DispatchFigure> {
-  const connection = createRedis(b.redis.url, 'request', 'bench-baseline-add');
+  const connection = createRedis({ mode: 'single', url: b.redis.url, tls: false }, 'request', 'bench-baseline-add');
   await connection.connect();
   const queue = new Queue('baseline', { connection, prefix: b.baselinePrefix, streams: { events: { maxLen: 1000 } } });
   const retention = jobRetention(86_400_000);

@@ -109,8 +109,10 @@ const appArgs = (mode, app) =>
     ? [join(root, 'apps', app, 'dist', 'main.js')]
     : ['--conditions=mcp-tasks-src', '--import', 'tsx', join(root, 'apps', app, 'src', 'main.ts')];
 
-/** REDIS_URL without its password, for printing. */
+/** REDIS_URL without its password (or the Cluster / Sentinel addresses), for printing. */
 function redactedRedisUrl() {
+  if (process.env.REDIS_CLUSTER_NODES?.trim()) return `cluster ${process.env.REDIS_CLUSTER_NODES.trim()}`;
+  if (process.env.REDIS_SENTINELS?.trim()) return `sentinel ${process.env.REDIS_SENTINEL_NAME ?? '?'} via ${process.env.REDIS_SENTINELS.trim()}`;
   const raw = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
   try {
     const u = new URL(raw);
@@ -259,7 +261,7 @@ for (const sig of ['SIGINT', 'SIGTERM']) {
 }
 
 async function main() {
-  say(`starting ${nGateways} gateway(s) and ${nWorkers} worker(s) from ${mode === 'dist' ? 'the compiled JS (dist/)' : 'the TypeScript sources (tsx)'}: ${why}; REDIS_URL=${redactedRedisUrl()}`);
+  say(`starting ${nGateways} gateway(s) and ${nWorkers} worker(s) from ${mode === 'dist' ? 'the compiled JS (dist/)' : 'the TypeScript sources (tsx)'}: ${why}; Redis: ${redactedRedisUrl()}`);
   for (let i = 1; i <= nGateways; i++) children.push({ name: `gateway-${i}`, kind: 'gateway' });
   for (let i = 1; i <= nWorkers; i++) children.push({ name: `worker-${i}`, kind: 'worker' });
   try {

@@ -36,7 +36,8 @@ For several gateways or workers, run them yourself: npm run gateway, npm run wor
 
 Configuration comes from environment variables only; .env.example lists every one with its
 default (more in npm run gateway -- --help). The main ones:
-  REDIS_URL          Redis for task records and queues (unset: see above)
+  REDIS_URL          Redis for task records and queues (unset: see above); REDIS_CLUSTER_NODES
+                     or REDIS_SENTINELS + REDIS_SENTINEL_NAME instead: used as given
   REDIS_KEY_PREFIX   prefix of every key written (mcp); give each deployment its own
   HOST, PORT         where the gateway listens (127.0.0.1, 3000)
   MCP_TOOLSETS       built-in tool sets: demo, conformance, testing, or none (demo)
@@ -81,7 +82,8 @@ const fail = (line) => {
 /** The Redis `npm start` runs, if it runs one. */
 let ownRedis;
 
-if (!process.env.REDIS_URL?.trim()) {
+// A Redis Cluster or Sentinel (REDIS_CLUSTER_NODES, REDIS_SENTINELS) is used as configured: no local Redis.
+if (!process.env.REDIS_URL?.trim() && !process.env.REDIS_CLUSTER_NODES?.trim() && !process.env.REDIS_SENTINELS?.trim()) {
   const port = Number(process.env.LOCAL_REDIS_PORT?.trim() || 6379);
   if (!Number.isInteger(port) || port < 1 || port > 65535) fail(`invalid configuration: LOCAL_REDIS_PORT: expected a port number, got ${JSON.stringify(process.env.LOCAL_REDIS_PORT)}`);
   const local = `redis://127.0.0.1:${port}`;

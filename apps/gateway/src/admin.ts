@@ -65,17 +65,16 @@ export class TaskJobsAdapter extends BullMQAdapter {
 
   /**
    * Adds `tool`, `principal` and `taskStatus` from the task record to the data of every job that
-   * names a `taskId` (one pipelined HMGET per page). Only the copy sent to the page changes.
+   * names a `taskId` (one HMGET per job, sent together by the auto-pipelined request client).
+   * Not an explicit pipeline: under Redis Cluster the task keys of one page sit in different
+   * slots, which one pipeline may not span (case N-10). Only the copy sent to the page changes.
    */
   private async withTasks(jobs: (Job | undefined)[]): Promise<void> {
     const tasks = jobs.filter((j): j is Job => !!j && typeof j.data?.taskId === 'string');
     if (!tasks.length) return;
-    const pipe = this.store.redis.pipeline();
-    for (const j of tasks) pipe.hmget(this.store.key(j.data.taskId), 'tool', 'owner', 'status');
-    const rows = (await pipe.exec()) ?? [];
+    const rows = await Promise.all(tasks.map((j) => this.store.redis.hmget(this.store.key(j.data.taskId), 'tool', 'owner', 'status').catch(() => [])));
     tasks.forEach((j, i) => {
-      const [err, v] = rows[i] ?? [];
-      const [tool, owner, status] = (err ? [] : (v as (string | null)[])) ?? [];
+      const [tool, owner, status] = rows[i] ?? [];
       j.data = {
         ...j.data,
         ...(tool ? { tool } : {}),

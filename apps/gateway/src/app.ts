@@ -11,7 +11,7 @@
  * JSON-RPC errors (errors.ts table).
  */
 import Fastify, { type FastifyInstance } from 'fastify';
-import type { Redis } from 'ioredis';
+import type { RedisClient } from '@mcp-tasks/jobs';
 import { evictionGuard, type RedisHealth } from '@mcp-tasks/jobs';
 import type { Gateway, GatewayDeps } from './context.js';
 import { clientErrorHandler } from './client-errors.js';
@@ -27,7 +27,7 @@ import { metadataOptionsFromAuth, protectedResourceMetadataRoutes, protectedReso
 import { createRequestStateRing } from './request-state.js';
 
 export interface AppDeps extends GatewayDeps {
-  redis: Redis;
+  redis: RedisClient;
   /** Connected and answering (a hung Redis is not healthy). */
   redisHealth: RedisHealth;
 }

@@ -1,7 +1,7 @@
 /**
  * Health endpoints (no credentials needed):
  *  - `GET /healthz`: liveness; 200 while the process runs (no I/O);
- *  - `GET /readyz`: readiness; 200 only while Redis is connected and answers PING in time, its
+ *  - `GET /readyz`: readiness; 200 only while Redis (every master of a Cluster) is connected and answers PING in time, its
  *    eviction policy is `noeviction` (or cannot be read: managed Redis often refuses CONFIG; case B-15),
  *    and the gateway is not draining on SIGTERM; else 503 + `Retry-After` with the reason.
  *    The body says how many workers are alive (`workers`). With none, the gateway stays ready
@@ -11,11 +11,11 @@
  *    (issue 9 §5).
  */
 import type { FastifyInstance } from 'fastify';
-import type { Redis } from 'ioredis';
-import type { EvictionGuard, RedisHealth } from '@mcp-tasks/jobs';
+import type { RedisClient } from '@mcp-tasks/jobs';
+import { pingAll, type EvictionGuard, type RedisHealth } from '@mcp-tasks/jobs';
 
 export interface HealthOptions {
-  redis: Redis;
+  redis: RedisClient;
   redisHealth: RedisHealth;
   /** True once the gateway started draining (SIGTERM). */
   draining: () => boolean;
@@ -31,7 +31,7 @@ export function registerHealth(app: FastifyInstance, { redis, redisHealth, drain
     try {
       if (draining()) throw new Error('draining');
       if (!redisHealth.ok) throw new Error(`redis ${redis.status === 'ready' ? 'not answering' : redis.status}`);
-      await redis.ping();
+      await pingAll(redis); // every master of a Cluster (case N-10)
       const evicting = await eviction?.check();
       if (evicting) throw new Error(evicting);
       const workers = workersAlive ? await workersAlive().catch(() => undefined) : undefined;

@@ -16,7 +16,7 @@
  */
 import rateLimit from '@fastify/rate-limit';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import type { Redis } from 'ioredis';
+import type { RedisClient } from '@mcp-tasks/jobs';
 import type { Config } from '@mcp-tasks/config';
 import { principalTag } from '@mcp-tasks/task-store';
 import { ErrorCode, jsonRpcErrorBody } from './errors.js';
@@ -43,7 +43,7 @@ const WINDOW_MS = 60_000;
 const LIMIT_KEY = Symbol('limitKey');
 
 /** Registers `@fastify/rate-limit` (no global hook) and builds the two limiters. */
-export async function registerLimits(app: FastifyInstance, redis: Redis, config: Config): Promise<Limits> {
+export async function registerLimits(app: FastifyInstance, redis: RedisClient, config: Config): Promise<Limits> {
   await app.register(rateLimit, { global: false, redis, nameSpace: `${config.keyPrefix}:rl:`, skipOnError: true });
   const keyOf = (req: FastifyRequest) => (req as unknown as Record<symbol, string>)[LIMIT_KEY]!;
   const requests = app.createRateLimit({ max: config.limits.requestsPerMin, timeWindow: WINDOW_MS, keyGenerator: keyOf });

@@ -65,11 +65,11 @@ async function main() {
   // Before anything else, so every span of this process goes through the provider.
   const tracing = startTracing('gateway', config.tracing, log);
 
-  const redis = createRedis(config.redisUrl, 'request', 'mcp-gateway');
-  const sub = createRedis(config.redisUrl, 'worker', 'mcp-gateway-sub');
+  const redis = createRedis(config.redis, 'request', 'mcp-gateway');
+  const sub = createRedis(config.redis, 'worker', 'mcp-gateway-sub');
   try {
-    await connectOrExplain(redis, config.redisUrl);
-    await connectOrExplain(sub, config.redisUrl);
+    await connectOrExplain(redis, config.redis);
+    await connectOrExplain(sub, config.redis);
   } catch (e) {
     console.error(`gateway: ${(e as Error).message}`);
     process.exit(1);

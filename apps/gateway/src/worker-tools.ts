@@ -9,7 +9,7 @@
  *    error (apps/worker processor); with no live worker at all, tasks wait as documented.
  * Reads are cached: the hot path costs nothing, and a miss is confirmed by one fresh read.
  */
-import type { Redis } from 'ioredis';
+import type { RedisClient } from '@mcp-tasks/jobs';
 import type { Logger } from '@mcp-tasks/observability';
 import { readLiveWorkerTools, toolsWithoutWorker, type LiveWorkerTools } from '@mcp-tasks/jobs';
 
@@ -34,7 +34,7 @@ export class WorkerToolsWatch implements WorkerToolsCheck {
    * @param everyMs     how often the adverts are read in the background (ms)
    */
   constructor(
-    private readonly redis: Redis,
+    private readonly redis: RedisClient,
     private readonly keyPrefix: string,
     private readonly workerTools: readonly string[],
     private readonly log: Logger,

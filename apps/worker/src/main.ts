@@ -15,7 +15,6 @@
  * redacted), key prefix, tool sets and modules.
  */
 import { Worker, type Job } from 'bullmq';
-import { Redis } from 'ioredis';
 import { ConfigError, handleEntryArgs, loadConfig, startupSummary } from '@mcp-tasks/config';
 import { createLogger, createWorkerMetrics, newErrorId, startOpsServer, startTracing, type Readiness } from '@mcp-tasks/observability';
 import { TaskStore } from '@mcp-tasks/task-store';
@@ -23,6 +22,7 @@ import {
   bullPrefix,
   connectOrExplain,
   createRedis,
+  pingAll,
   evictionGuard,
   evictionPolicy,
   JobQueues,
@@ -33,7 +33,6 @@ import {
   JOB_RECONCILE,
   MAINTENANCE_QUEUE,
   newWorkerId,
-  redisOptions,
   TOOLS_QUEUE,
   WebhookOutbox,
   WorkerToolsAdvert,
@@ -80,11 +79,11 @@ async function main() {
   }
   const log = createLogger('worker', config.logLevel);
   const tracing = startTracing('worker', config.tracing, log);
-  const redis = createRedis(config.redisUrl, 'worker', 'mcp-worker');
-  const sub = createRedis(config.redisUrl, 'worker', 'mcp-worker-sub');
+  const redis = createRedis(config.redis, 'worker', 'mcp-worker');
+  const sub = createRedis(config.redis, 'worker', 'mcp-worker-sub');
   try {
-    await connectOrExplain(redis, config.redisUrl);
-    await connectOrExplain(sub, config.redisUrl);
+    await connectOrExplain(redis, config.redis);
+    await connectOrExplain(sub, config.redis);
   } catch (e) {
     console.error(`worker: ${(e as Error).message}`);
     process.exit(1);
@@ -116,7 +115,11 @@ async function main() {
   let shuttingDown = false;
 
   // BullMQ duplicates this client for its blocking connection.
-  const connection = new Redis(config.redisUrl, { ...redisOptions('worker'), connectionName: 'mcp-bull' });
+  const connection = createRedis(config.redis, 'worker', 'mcp-bull');
+  await connectOrExplain(connection, config.redis).catch((e: Error) => {
+    console.error(`worker: ${e.message}`);
+    process.exit(1);
+  });
   connection.on('error', (err) => {
     metrics.redisErrors.inc({ connection: 'bullmq' });
     log.warn({ err: err.message }, 'redis.bull_error');
@@ -254,7 +257,7 @@ async function main() {
           : Date.now() - heartbeat.lastOk > heartbeat.ttlMs
             ? 'heartbeat not written (Redis?)'
             : await Promise.race([
-                redis.ping().then(() => eviction.check()),
+                pingAll(redis).then(() => eviction.check()),
                 new Promise<string>((r) => setTimeout(() => r('redis not answering'), 1000).unref()),
               ]);
     return reason ? { ready: false, body: { status: 'unavailable', reason } } : { ready: true, body: { status: 'ready', workerId } };

@@ -16,7 +16,7 @@
  *    by origin only (a URL's path or query may hold a token).
  */
 import { Worker, type Job } from 'bullmq';
-import type { Redis } from 'ioredis';
+import type { RedisClient } from '@mcp-tasks/jobs';
 import { Webhook } from 'standardwebhooks';
 import { webhookTargetFor, type WebhookConfig } from '@mcp-tasks/config';
 import { bullPrefix, webhookMessageId, WEBHOOKS_QUEUE, type WebhookJobData } from '@mcp-tasks/jobs';
@@ -93,7 +93,7 @@ function originOf(url: string): string {
  * @param connection a client BullMQ duplicates for its blocking connection (`maxRetriesPerRequest: null`).
  * @returns the BullMQ Worker (close it on shutdown).
  */
-export function startWebhookWorker(o: { connection: Redis; keyPrefix: string; config: WebhookConfig; log: Logger }): Worker<WebhookJobData> {
+export function startWebhookWorker(o: { connection: RedisClient; keyPrefix: string; config: WebhookConfig; log: Logger }): Worker<WebhookJobData> {
   const { config, log } = o;
   const worker = new Worker<WebhookJobData>(
     WEBHOOKS_QUEUE,

@@ -5,7 +5,7 @@
  * (listen), so a lost message costs at most that. Listeners exist only while a request is
  * open (no per-task memory otherwise, case B-16).
  */
-import type { Redis } from 'ioredis';
+import type { RedisClient } from './redis.js';
 
 type Listener = () => void;
 
@@ -19,7 +19,7 @@ export class TaskEvents {
   /** One entry per subscribed channel: its listeners and the SUBSCRIBE in flight. */
   private readonly channels = new Map<string, { listeners: Set<Listener>; ready: Promise<void> }>();
 
-  constructor(private readonly sub: Redis) {
+  constructor(private readonly sub: RedisClient) {
     sub.on('message', (channel: string) => {
       for (const l of this.channels.get(channel)?.listeners ?? []) l();
     });

@@ -10,7 +10,7 @@
  *   `<prefix>:worker-tools`          the live workers' tool adverts (worker-tools.ts, expiring)
  */
 import { Queue, type JobsOptions } from 'bullmq';
-import type { Redis } from 'ioredis';
+import type { RedisClient } from './redis.js';
 import { stepJobId } from '@mcp-tasks/task-store';
 
 export * from './redis.js';
@@ -110,7 +110,7 @@ export class JobQueues {
    */
   private readonly retention: Pick<JobsOptions, 'removeOnComplete' | 'removeOnFail'>;
 
-  constructor(connection: Redis, keyPrefix: string, taskTtlMs: number, onError: (err: Error) => void = () => undefined) {
+  constructor(connection: RedisClient, keyPrefix: string, taskTtlMs: number, onError: (err: Error) => void = () => undefined) {
     this.retention = jobRetention(taskTtlMs);
     const opts = { connection, prefix: bullPrefix(keyPrefix), streams: { events: { maxLen: EVENTS_MAX_LEN } } };
     this.tools = new Queue(TOOLS_QUEUE, opts);

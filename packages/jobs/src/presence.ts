@@ -13,7 +13,7 @@
  */
 import { hostname } from 'node:os';
 import { randomBytes } from 'node:crypto';
-import type { Redis } from 'ioredis';
+import type { RedisClient } from './redis.js';
 
 /** workerHeartbeat: KEYS[1] the set; ARGV[1] worker id, ARGV[2] lifetime (ms). Returns the live count. */
 const HEARTBEAT_LUA = `
@@ -34,7 +34,7 @@ local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 return redis.call('ZCOUNT', KEYS[1], '(' .. now, '+inf')
 `;
 
-type PresenceRedis = Redis & {
+type PresenceRedis = RedisClient & {
   mcpWorkerHeartbeat(key: string, id: string, ttlMs: string): Promise<number>;
   mcpCountWorkers(key: string): Promise<number>;
 };
@@ -51,7 +51,7 @@ export class WorkerPresence {
   private cached: number | undefined;
   private timer: ReturnType<typeof setInterval> | undefined;
 
-  constructor(redis: Redis, keyPrefix: string) {
+  constructor(redis: RedisClient, keyPrefix: string) {
     this.key = `${keyPrefix}:workers`;
     if (!('mcpWorkerHeartbeat' in redis)) redis.defineCommand('mcpWorkerHeartbeat', { numberOfKeys: 1, lua: HEARTBEAT_LUA });
     if (!('mcpCountWorkers' in redis)) redis.defineCommand('mcpCountWorkers', { numberOfKeys: 1, lua: COUNT_LUA });

@@ -1,5 +1,8 @@
 /**
- * ioredis clients with the settings measured in bullmq-notes §5.
+ * ioredis clients with the settings measured in bullmq-notes §5, for any Redis topology of
+ * `config.redis` (packages/config redis.ts, issue 9 §7): one Redis (`REDIS_URL`), a master
+ * found through Sentinel (`REDIS_SENTINELS`), or a Redis Cluster (`REDIS_CLUSTER_NODES`, an
+ * ioredis `Cluster`; every multi-key script and BullMQ queue keeps its keys in one slot, case N-10).
  *  - `request`: gateway request path. Fails fast while Redis is away (offline queue off,
  *    1 retry, 2 s command timeout, no resend after a reconnect) so a client gets an error,
  *    never a ghost write later. Auto-pipelined: the commands that concurrent requests issue in
@@ -8,16 +11,21 @@
  *    commands or subscriptions (those have their own `worker` connections), and never on a
  *    worker, where BullMQ's own ordering of commands matters.
  *  - `worker`: workers and subscribers. Commands wait for the reconnect (BullMQ requires
- *    `maxRetriesPerRequest: null` on blocking connections), so a finished step's write lands.
+ *    `maxRetriesPerRequest: null` on blocking connections, for a Cluster in `redisOptions`),
+ *    so a finished step's write lands.
  * Reconnect back-off is capped at 2 s (BullMQ's default grows to 20 s).
  */
-import { Redis, type RedisOptions } from 'ioredis';
+import { Cluster, Redis, type ClusterOptions, type RedisOptions } from 'ioredis';
+import { describeRedis, type RedisConfig } from '@mcp-tasks/config';
 
 export type RedisRole = 'request' | 'worker';
 
+/** A client of any topology: `Redis` (one Redis or Sentinel) or `Cluster`. Same commands. */
+export type RedisClient = Redis | Cluster;
+
 export const retryStrategy = (times: number): number => Math.min(100 * 2 ** times, 2000);
 
-/** Connection options for a role. */
+/** Connection options for a role (one Redis; a Cluster puts them under `redisOptions`). */
 export function redisOptions(role: RedisRole): RedisOptions {
   return role === 'request'
     ? {
@@ -34,50 +42,134 @@ export function redisOptions(role: RedisRole): RedisOptions {
     : { maxRetriesPerRequest: null, retryStrategy, connectTimeout: 5000 };
 }
 
-/** Creates a client for `url`; the caller attaches an `error` listener (log) and waits for `ready`. */
-export function createRedis(url: string, role: RedisRole, name: string): Redis {
-  const redis = new Redis(url, { ...redisOptions(role), connectionName: name, lazyConnect: true });
+/**
+ * After a Sentinel failover the old master turns replica and answers writes with READONLY:
+ * reconnect (Sentinel names the new master). A `worker` client re-sends the refused command
+ * (it was not applied); a `request` client does not (its caller already got the error).
+ */
+const reconnectOnReadonly = (role: RedisRole) => (err: Error) => (err.message.startsWith('READONLY') ? (role === 'worker' ? 2 : 1) : false);
+
+/** ioredis options of a `Cluster` for a role (see the module doc). */
+export function clusterOptions(c: RedisConfig, role: RedisRole, name: string): ClusterOptions {
+  const { retryStrategy: _r, enableOfflineQueue, enableAutoPipelining, ...node } = redisOptions(role);
+  return {
+    lazyConnect: true,
+    enableOfflineQueue: enableOfflineQueue ?? true,
+    enableAutoPipelining: enableAutoPipelining ?? false,
+    // Every read goes to the master of its slot: replicas lag, and the task record must read its own writes (T-30).
+    scaleReads: 'master',
+    clusterRetryStrategy: retryStrategy,
+    redisOptions: {
+      ...node,
+      connectionName: name,
+      ...(c.username ? { username: c.username } : {}),
+      ...(c.password ? { password: c.password } : {}),
+      ...(c.tls ? { tls: {} } : {}),
+    },
+    // TLS certificates name the host, not its address (managed clusters): keep host names as given.
+    ...(c.tls ? { dnsLookup: (address: string, cb: (err: null, address: string) => void) => cb(null, address) } : {}),
+  };
+}
+
+/**
+ * Creates a client for the topology `c` (config.redis); nothing connects until
+ * `connectOrExplain` (lazy). The caller attaches an `error` listener (log) and waits for `ready`.
+ * @param role `request` (gateway request path) or `worker` (workers, subscribers, BullMQ)
+ * @param name the connection name (CLIENT SETNAME), seen in CLIENT LIST
+ */
+export function createRedis(c: RedisConfig, role: RedisRole, name: string): RedisClient {
+  let redis: RedisClient;
+  const creds = { ...(c.username ? { username: c.username } : {}), ...(c.password ? { password: c.password } : {}) };
+  if (c.mode === 'cluster') {
+    redis = new Cluster(c.nodes, clusterOptions(c, role, name));
+  } else if (c.mode === 'sentinel') {
+    redis = new Redis({
+      ...redisOptions(role),
+      sentinels: c.sentinels,
+      name: c.name,
+      ...(c.sentinelPassword ? { sentinelPassword: c.sentinelPassword } : {}),
+      // Sentinels announce a failover (+switch-master): reconnect to the new master at once.
+      failoverDetector: true,
+      reconnectOnError: reconnectOnReadonly(role),
+      ...(c.tls ? { tls: {}, enableTLSForSentinelMode: true, sentinelTLS: {} } : {}),
+      ...creds,
+      connectionName: name,
+      lazyConnect: true,
+    });
+  } else {
+    redis = new Redis(c.url, {
+      ...redisOptions(role),
+      ...creds,
+      ...(c.tls && !c.url.startsWith('rediss://') ? { tls: {} } : {}),
+      connectionName: name,
+      lazyConnect: true,
+    });
+  }
   // Until the app attaches its logging listener, connection errors are reported by
   // `connectOrExplain` (one line), not by ioredis' "Unhandled error event" dump.
   redis.on('error', () => undefined);
   return redis;
 }
 
+/** The masters a command without a key must reach: every master of a Cluster, else the client itself. */
+export function masters(redis: RedisClient): Redis[] {
+  return redis instanceof Cluster ? redis.nodes('master') : [redis];
+}
+
+/** True for a Cluster client. */
+export function isCluster(redis: RedisClient): redis is Cluster {
+  return redis instanceof Cluster;
+}
+
 /**
- * Connects and pings within `timeoutMs`.
- * @throws Error with a one-line message that says what to do (used at process start).
+ * Connects and pings (every master of a Cluster) within `timeoutMs`.
+ * @throws Error with a one-line message that says what to do (used at process start); it names
+ *         the Redis as `describeRedis` does (no password).
  */
-export async function connectOrExplain(redis: Redis, url: string, timeoutMs = 5000): Promise<void> {
-  const safeUrl = url.replace(/\/\/[^@/]*@/, '//***@');
+export async function connectOrExplain(redis: RedisClient, c: RedisConfig, timeoutMs = 5000): Promise<void> {
   let connectError: Error | undefined; // the socket error says more than "Connection is closed."
   const onError = (e: Error) => {
     connectError ??= e;
   };
   redis.on('error', onError);
+  let timer: ReturnType<typeof setTimeout> | undefined;
   try {
     await Promise.race([
       (async () => {
+        // A Cluster's connect() resolves on 'ready' (CLUSTER INFO says cluster_state:ok).
         await redis.connect();
-        await redis.ping();
+        await Promise.all(masters(redis).map((n) => n.ping()));
       })(),
-      new Promise((_, reject) => setTimeout(() => reject(new Error(`no answer within ${timeoutMs} ms`)), timeoutMs)),
+      new Promise((_, reject) => {
+        timer = setTimeout(() => reject(new Error(`no answer within ${timeoutMs} ms`)), timeoutMs);
+      }),
     ]);
   } catch (e) {
-    const why = connectError?.message || (e as Error).message || String(e);
+    const why = (connectError?.message || (e as Error).message || String(e)).replace(/\/\/[^@/\s]*@/g, '//***@');
     redis.disconnect();
-    throw new Error(
-      `cannot reach Redis at ${safeUrl} (${why}). Start one (e.g. \`redis-server --port 6379\`) or set REDIS_URL to a reachable Redis.`,
-    );
+    const hint =
+      c.mode === 'cluster'
+        ? 'Check REDIS_CLUSTER_NODES (seed nodes of a Redis Cluster with every slot assigned) and REDIS_PASSWORD.'
+        : c.mode === 'sentinel'
+          ? 'Check REDIS_SENTINELS, REDIS_SENTINEL_NAME (the master group the Sentinels monitor) and the passwords.'
+          : 'Start one (e.g. `redis-server --port 6379`) or set REDIS_URL to a reachable Redis.';
+    throw new Error(`cannot reach Redis at ${describeRedis(c)} (${why}). ${hint}`);
   } finally {
+    if (timer) clearTimeout(timer);
     redis.off('error', onError);
   }
 }
 
-/** Warns when Redis may evict keys (BullMQ and the task records need `noeviction`). */
-export async function evictionPolicy(redis: Redis): Promise<string | undefined> {
+/**
+ * The eviction policy (BullMQ and the task records need `noeviction`). On a Cluster every
+ * master is asked and the first one that is not `noeviction` is answered (one evicting shard
+ * loses keys as surely as one Redis). `undefined` when it cannot be read (managed Redis often
+ * refuses CONFIG).
+ */
+export async function evictionPolicy(redis: RedisClient): Promise<string | undefined> {
   try {
-    const r = (await redis.config('GET', 'maxmemory-policy')) as string[];
-    return r[1];
+    const policies = await Promise.all(masters(redis).map(async (n) => ((await n.config('GET', 'maxmemory-policy')) as string[])[1]));
+    return policies.find((p) => p !== 'noeviction') ?? policies[0];
   } catch {
     return undefined;
   }
@@ -89,7 +181,7 @@ export async function evictionPolicy(redis: Redis): Promise<string | undefined> 
  * `check()` answers `undefined` when the policy is fine or cannot be read (managed Redis often
  * refuses CONFIG), else a one-line reason naming the policy.
  */
-export function evictionGuard(redis: Redis, everyMs = 5000) {
+export function evictionGuard(redis: RedisClient, everyMs = 5000) {
   let at = 0;
   let policy: string | undefined;
   return {
@@ -112,15 +204,15 @@ export interface RedisHealth {
 }
 
 /**
- * Pings `redis` every `everyMs` (default 1000 ms); a PING unanswered within `timeoutMs`
- * (default 1000 ms) marks Redis unhealthy until one succeeds. A hung Redis (connection up,
+ * Pings `redis` (every master of a Cluster) every `everyMs` (default 1000 ms); a PING
+ * unanswered within `timeoutMs` (default 1000 ms) marks Redis unhealthy until one succeeds. A hung Redis (connection up,
  * no answers) thus turns readiness off and task requests into 503 + Retry-After (D10).
  */
-export function watchRedis(redis: Redis, everyMs = 1000, timeoutMs = 1000): RedisHealth {
+export function watchRedis(redis: RedisClient, everyMs = 1000, timeoutMs = 1000): RedisHealth {
   let answering = true;
   const tick = async () => {
     try {
-      await Promise.race([redis.ping(), new Promise((_, reject) => setTimeout(() => reject(new Error('timeout')), timeoutMs).unref())]);
+      await Promise.race([pingAll(redis), new Promise((_, reject) => setTimeout(() => reject(new Error('timeout')), timeoutMs).unref())]);
       answering = true;
     } catch {
       answering = false;
@@ -134,4 +226,9 @@ export function watchRedis(redis: Redis, everyMs = 1000, timeoutMs = 1000): Redi
     },
     stop: () => clearInterval(timer),
   };
+}
+
+/** PING to every master (see `masters`); throws when one does not answer. */
+export async function pingAll(redis: RedisClient): Promise<void> {
+  await Promise.all(masters(redis).map((n) => n.ping()));
 }

@@ -20,7 +20,7 @@
  * Redis keys: `<prefix>:{jobs}:webhooks:*`, owned by BullMQ's retention (below).
  */
 import { Queue, type JobsOptions } from 'bullmq';
-import type { Redis } from 'ioredis';
+import type { RedisClient } from './redis.js';
 import { webhookTargetFor, type WebhookConfig } from '@mcp-tasks/config';
 import { isTerminal, parseRecord, type TaskRecord, type TaskStatus, type TaskStore } from '@mcp-tasks/task-store';
 import { bullPrefix, EVENTS_MAX_LEN } from './index.js';
@@ -125,7 +125,7 @@ export class WebhookOutbox {
    * @param config `config.webhooks`; when nothing is configured `enqueue` does nothing.
    */
   constructor(
-    connection: Redis,
+    connection: RedisClient,
     keyPrefix: string,
     private readonly store: TaskStore,
     private readonly config: WebhookConfig,

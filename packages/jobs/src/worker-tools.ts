@@ -13,7 +13,7 @@
  */
 import { hostname } from 'node:os';
 import { randomBytes } from 'node:crypto';
-import type { Redis } from 'ioredis';
+import type { RedisClient } from './redis.js';
 
 /** Renewal interval and lifetime of an advert (ms). A crashed worker is forgotten after `ttlMs`. */
 export const WORKER_ADVERT = { everyMs: 5000, ttlMs: 15_000 } as const;
@@ -34,7 +34,7 @@ export class WorkerToolsAdvert {
   private timer: ReturnType<typeof setInterval> | undefined;
 
   constructor(
-    private readonly redis: Redis,
+    private readonly redis: RedisClient,
     private readonly keyPrefix: string,
     readonly workerId: string,
     private readonly tools: readonly string[],
@@ -79,7 +79,7 @@ export interface LiveWorkerTools {
  * Reads the adverts of the live workers; deletes the fields of workers whose advert expired.
  * @throws when Redis fails.
  */
-export async function readLiveWorkerTools(redis: Redis, keyPrefix: string, now = Date.now()): Promise<LiveWorkerTools> {
+export async function readLiveWorkerTools(redis: RedisClient, keyPrefix: string, now = Date.now()): Promise<LiveWorkerTools> {
   const key = workersKey(keyPrefix);
   const all = await redis.hgetall(key);
   const tools = new Set<string>();

@@ -27,7 +27,7 @@
  *   `<prefix>:cancel`             job ids whose AbortSignal must fire
  */
 import { createHash, randomUUID } from 'node:crypto';
-import type { Redis } from 'ioredis';
+import type { Cluster, Redis } from 'ioredis';
 import { loadScripts } from './scripts.js';
 
 export { toDetailedTask, toCreateTaskResult, isTerminal, unexpectedToolError } from './wire.js';
@@ -230,7 +230,7 @@ export class TaskStore {
   private readonly terminalListeners: TerminalListener[] = [];
 
   constructor(
-    readonly redis: Redis,
+    readonly redis: Redis | Cluster,
     readonly prefix: string,
   ) {
     this.scripts = loadScripts(redis);

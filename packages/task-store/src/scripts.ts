@@ -6,7 +6,7 @@
 import { readFileSync, readdirSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import type { Redis } from 'ioredis';
+import type { Cluster, Redis } from 'ioredis';
 
 const LUA_DIR = join(dirname(fileURLToPath(import.meta.url)), '..', 'lua');
 
@@ -47,7 +47,7 @@ function readScripts() {
 }
 
 /** Defines every task script on `redis` (idempotent per client) and returns callable wrappers. */
-export function loadScripts(redis: Redis): Scripts {
+export function loadScripts(redis: Redis | Cluster): Scripts {
   const out: Record<string, ScriptFn> = {};
   for (const s of readScripts()) {
     const cmd = `mcpTask_${s.name}`;
