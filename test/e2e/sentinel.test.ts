@@ -1,0 +1,86 @@
+/**
+ * Issue 9 §7: the service through Sentinel (REDIS_SENTINELS, REDIS_SENTINEL_NAME). One master,
+ * one replica and three Sentinels (quorum 2) on random ports (test/support/redis-cluster.ts); a
+ * gateway and a worker find the master through the Sentinels. A task completes; then `SENTINEL FAILOVER`
+ * promotes the replica, and both processes must follow the new master: a task created after it
+ * completes, and polls fail (503 / -32603) only briefly. The failover time and the window of
+ * failing polls are measured and printed.
+ */
+import { after, before, describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+import { startCluster, sleep, waitFor, type Cluster } from '../support/cluster.js';
+import { startSentinelSetup, type SentinelHandle } from '../support/redis-cluster.js';
+import { callTool, getTask, pollTask } from '../support/mcp.js';
+
+describe('Sentinel: the service follows a failover', () => {
+  let s: SentinelHandle;
+  let c: Cluster;
+  before(async () => {
+    s = await startSentinelSetup(3);
+    c = await startCluster({
+      redisUrl: `redis://127.0.0.1:${s.masterPort}`,
+      gateways: 1,
+      workers: 1,
+      env: { REDIS_URL: '', REDIS_SENTINELS: s.sentinels, REDIS_SENTINEL_NAME: s.name },
+    });
+  });
+  after(async () => {
+    await c?.stop();
+    await s?.stop();
+  });
+
+  it('start-up names the Sentinel topology; a task completes on the master', async () => {
+    for (const p of [...c.gateways, ...c.workers]) assert.equal(p.logs.find((l) => l.msg === `${p.kind}.ready`)!.redis, `sentinel ${s.name} via ${s.sentinels}`);
+    const made = await callTool(c.urls[0]!, 'slow_echo', { seconds: 0, text: 'before' });
+    const done = await pollTask(() => c.urls[0]!, made.body.result!.taskId, (t) => t.status !== 'working', 15_000, 50);
+    assert.equal(done.status, 'completed', JSON.stringify(done));
+  });
+
+  it('SENTINEL FAILOVER: gateway and worker follow the new master; polls fail only briefly; a new task completes', async () => {
+    const g = c.urls[0]!;
+    const made = await callTool(g, 'slow_echo', { seconds: 0, text: 'probe' });
+    const probeId = made.body.result!.taskId as string;
+    await pollTask(() => g, probeId, (t) => t.status === 'completed', 15_000, 50);
+    // Poll without pause through the failover; record every answer that is not the task.
+    const failures: { at: number; what: string }[] = [];
+    let polling = true;
+    const poller = (async () => {
+      while (polling) {
+        const at = Date.now();
+        try {
+          const r = await getTask(g, probeId);
+          if (r.status !== 200 || r.body.result?.status !== 'completed') failures.push({ at, what: `HTTP ${r.status} ${r.body.error?.code ?? r.body.result?.status}` });
+        } catch (e) {
+          failures.push({ at, what: (e as Error).message });
+        }
+        await sleep(20);
+      }
+    })();
+    const before = await s.currentMasterPort();
+    const failoverMs = await s.failover();
+    const after = await s.currentMasterPort();
+    assert.notEqual(after, before, 'the Sentinel names another master');
+    assert.equal(after, s.replicaPort);
+    // A task created after the failover completes: the gateway writes and the worker runs on the new master.
+    const t1 = Date.now();
+    const next = await waitFor(async () => {
+      const r = await callTool(g, 'slow_echo', { seconds: 0, text: 'after' });
+      return r.body.result?.taskId as string | undefined;
+    }, 15_000, 100, 'a tools/call accepted after the failover');
+    const done = await pollTask(() => g, next, (t) => t.status !== 'working', 15_000, 50);
+    assert.equal(done.status, 'completed', JSON.stringify(done));
+    const recoveredMs = Date.now() - t1;
+    await sleep(500);
+    polling = false;
+    await poller;
+    const windowMs = failures.length ? failures[failures.length - 1]!.at - failures[0]!.at : 0;
+    console.log(
+      `# sentinel: failover ${failoverMs} ms (SENTINEL FAILOVER → new master named); polls failing for ${windowMs} ms (${failures.length} answers: ${[...new Set(failures.map((f) => f.what))].join(', ')}); new task created and completed ${recoveredMs} ms after`,
+    );
+    assert.ok(windowMs < 10_000, `polls failed for ${windowMs} ms`);
+    for (const f of failures) assert.match(f.what, /HTTP 503|-32603/, 'a failing poll is a 503 or -32603, never a wrong answer');
+    // The worker's readiness is back (it talks to the new master).
+    await waitFor(async () => (await fetch(`${c.workers[0]!.opsUrl}/readyz`)).status === 200, 10_000, 100, 'worker ready again');
+    await waitFor(async () => (await fetch(g.replace(/\/mcp$/, '/readyz'))).status === 200, 10_000, 100, 'gateway ready again');
+  });
+});
