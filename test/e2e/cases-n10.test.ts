@@ -13,18 +13,26 @@ import { Cluster as RedisCluster } from 'ioredis';
 import { startCluster, waitFor, sleep, type Cluster, type Proc } from '../support/cluster.js';
 import { startRedisCluster, type RedisClusterHandle } from '../support/redis-cluster.js';
 import { callTool, cancelTask, getTask, pollTask, rpc, updateTask } from '../support/mcp.js';
+import { toolShard, toolsPrefix } from '@mcp-tasks/jobs';
 import { sseCall, type SseCall } from '../support/sse.js';
 
+let rc: RedisClusterHandle;
+const t0 = Date.now();
+before(async () => {
+  rc = await startRedisCluster(3);
+});
+after(async () => {
+  await rc?.stop();
+  console.log(`# N-10: file (cluster + both service runs) ${Date.now() - t0} ms`);
+});
+
 describe('case N-10: Redis Cluster, 3 masters, 2 gateways + 2 workers', () => {
-  let rc: RedisClusterHandle;
   let c: Cluster;
   /** Gateways 1 and 2 (default settings) and 3 (TASK_TTL_MS=2000, for the expiry check). */
   let g1: string, g2: string, g3: string;
   let admin: RedisCluster;
   const open: SseCall[] = [];
-  const t0 = Date.now();
   before(async () => {
-    rc = await startRedisCluster(3);
     // REDIS_URL= (empty) is "unset": the topology comes from REDIS_CLUSTER_NODES alone.
     c = await startCluster({ redisUrl: `redis://127.0.0.1:${rc.ports[0]}`, gateways: 0, workers: 0, env: { REDIS_URL: '', REDIS_CLUSTER_NODES: rc.nodes } });
     const [a, b, short] = await Promise.all([c.addGateway(), c.addGateway(), c.addGateway({ TASK_TTL_MS: '2000' }), c.addWorker(), c.addWorker()]);
@@ -36,8 +44,6 @@ describe('case N-10: Redis Cluster, 3 masters, 2 gateways + 2 workers', () => {
     for (const s of open) s.close();
     admin?.disconnect();
     await c?.stop();
-    await rc?.stop();
-    console.log(`# N-10: cluster + service lifetime ${Date.now() - t0} ms`);
   });
 
   it('start-up: every process names the cluster topology, without a password', () => {
@@ -162,6 +168,68 @@ describe('case N-10: Redis Cluster, 3 masters, 2 gateways + 2 workers', () => {
     for (const p of procs) {
       const bad = p.logs.filter((l) => /CROSSSLOT|MOVED|ASK |Unhandled error|ReplyError/i.test(JSON.stringify(l)));
       assert.deepEqual(bad, [], `${p.kind} ${p.proc.pid}`);
+    }
+  });
+});
+
+describe('case N-10 with TOOL_QUEUE_SHARDS=3: the tools queue split over three hash tags', () => {
+  const SHARDS = 3;
+  let c: Cluster;
+  let admin: RedisCluster;
+  let g1: string, g2: string;
+  before(async () => {
+    c = await startCluster({ redisUrl: `redis://127.0.0.1:${rc.ports[0]}`, gateways: 0, workers: 0, env: { REDIS_URL: '', REDIS_CLUSTER_NODES: rc.nodes, TOOL_QUEUE_SHARDS: String(SHARDS) } });
+    const [a, b] = await Promise.all([c.addGateway(), c.addGateway(), c.addWorker(), c.addWorker()]);
+    [g1, g2] = [a.url!, b.url!];
+    admin = new RedisCluster(rc.ports.map((port) => ({ host: '127.0.0.1', port })), { redisOptions: { maxRetriesPerRequest: 1 } });
+  });
+  after(async () => {
+    admin?.disconnect();
+    await c?.stop();
+  });
+
+  it('each task\'s job lands on shard FNV-1a(taskId) mod 3, every shard is consumed, and the shards sit in different slots', async () => {
+    const ids: string[] = [];
+    for (let i = 0; i < 12; i++) ids.push((await callTool(i % 2 ? g2 : g1, 'slow_echo', { seconds: 0, text: `s${i}` })).body.result!.taskId as string);
+    for (const id of ids) assert.equal((await pollTask(() => g1, id, (t) => t.status !== 'working', 15_000, 50)).status, 'completed');
+    const used = new Set<number>();
+    for (const id of ids) {
+      const shard = toolShard(id, SHARDS);
+      used.add(shard);
+      for (let i = 0; i < SHARDS; i++) {
+        const exists = await admin.exists(`${toolsPrefix(c.prefix, i)}:tools:t.${id}.1`);
+        assert.equal(exists, i === shard ? 1 : 0, `task ${id}: job on shard ${shard} only (looked at ${i})`);
+      }
+    }
+    assert.ok(used.size >= 2, `12 tasks used ${used.size} shard(s)`);
+    const slots = await Promise.all([0, 1, 2].map((i) => admin.call('CLUSTER', 'KEYSLOT', `${toolsPrefix(c.prefix, i)}:tools:wait`)));
+    assert.equal(new Set(slots).size, SHARDS, `slots ${slots.join(', ')}`);
+  });
+
+  it('input_required (input-timeout job on the task\'s shard) answered on the other gateway, and cancel, work on every shard', async () => {
+    const asks: string[] = [];
+    // Enough tasks that more than one shard is involved.
+    for (let i = 0; i < 4; i++) asks.push((await callTool(g1, 'ask_confirm', {})).body.result!.taskId as string);
+    for (const id of asks) {
+      const parked = await pollTask(() => g1, id, (t) => t.status === 'input_required', 15_000, 50);
+      const shard = toolShard(id, SHARDS);
+      assert.equal(await admin.exists(`${toolsPrefix(c.prefix, shard)}:tools:t.${id}.1.timeout`), 1, 'the input timeout is on the task\'s shard');
+      const key = Object.keys(parked.inputRequests)[0]!;
+      await updateTask(g2, id, { [key]: { action: 'accept', content: { confirm: true } } });
+    }
+    for (const id of asks) assert.equal((await pollTask(() => g2, id, (t) => t.status !== 'working' && t.status !== 'input_required', 15_000, 50)).status, 'completed');
+    const made = await callTool(g2, 'countdown', { seconds: 10 });
+    const id = made.body.result!.taskId as string;
+    await pollTask(() => g1, id, (t) => /1\/10/.test(t.statusMessage ?? ''), 10_000, 50);
+    await cancelTask(g1, id);
+    assert.equal((await pollTask(() => g2, id, (t) => t.status !== 'working', 3000, 20)).status, 'cancelled');
+  });
+
+  it('readiness 200, no CROSSSLOT or MOVED in any log', async () => {
+    for (const g of c.gateways) assert.equal((await fetch(g.url!.replace(/\/mcp$/, '/readyz'))).status, 200);
+    for (const w of c.workers) assert.equal((await fetch(`${w.opsUrl}/readyz`)).status, 200);
+    for (const p of [...c.gateways, ...c.workers]) {
+      assert.deepEqual(p.logs.filter((l) => /CROSSSLOT|MOVED|ASK |Unhandled error|ReplyError/i.test(JSON.stringify(l))), [], `${p.kind} ${p.proc.pid}`);
     }
   });
 });

@@ -119,14 +119,15 @@ export interface AdminServer {
 
 /**
  * Builds and starts the admin listener.
- * @param o.queues the BullMQ queues to show, with a line of description each.
+ * @param o.queues the BullMQ queues to show, with a line of description each; `prefix` tells
+ *        apart queues of one name (the shards of the tools queue: `shard-1.tools`, …).
  * @throws when it cannot listen (e.g. EADDRINUSE); the caller says so and exits.
  */
 export async function startAdmin(o: {
   config: AdminConfig;
   log: Logger;
   store: TaskStore;
-  queues: { queue: Queue; description: string }[];
+  queues: { queue: Queue; description: string; prefix?: string }[];
 }): Promise<AdminServer> {
   const { config, log } = o;
   const matches = createApiKeyMatcher(config.apiKeys);
@@ -149,8 +150,8 @@ export async function startAdmin(o: {
   serverAdapter.setBasePath(ADMIN_BASE_PATH);
   createBullBoard({
     queues: o.queues.map(
-      ({ queue, description }) =>
-        new TaskJobsAdapter(queue, o.store, { readOnlyMode: config.readOnly, allowRetries: !config.readOnly, description }),
+      ({ queue, description, prefix }) =>
+        new TaskJobsAdapter(queue, o.store, { readOnlyMode: config.readOnly, allowRetries: !config.readOnly, description, ...(prefix ? { prefix } : {}) }),
     ),
     serverAdapter,
     options: { uiConfig: { boardTitle: 'MCP task queues' } },

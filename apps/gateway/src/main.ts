@@ -15,7 +15,7 @@
 import { authStartupWarnings, ConfigError, handleEntryArgs, loadConfig, startupSummary } from '@mcp-tasks/config';
 import { createGatewayMetrics, createLogger, startOpsServer, startTracing } from '@mcp-tasks/observability';
 import { TaskStore } from '@mcp-tasks/task-store';
-import { connectOrExplain, createRedis, evictionPolicy, JobQueues, queueDepth, TaskEvents, watchRedis, WorkerPresence, WebhookOutbox } from '@mcp-tasks/jobs';
+import { connectOrExplain, createRedis, evictionPolicy, JobQueues, queueDepthAll, TaskEvents, watchRedis, WorkerPresence, WebhookOutbox } from '@mcp-tasks/jobs';
 import { createPromptRegistry, createRegistry, createResourceRegistry, loadToolModules } from '@mcp-tasks/tools';
 import { taskStatusTool } from './task-status.js';
 import { buildApp } from './app.js';
@@ -78,7 +78,7 @@ async function main() {
   const presence = new WorkerPresence(redis, config.keyPrefix);
   // Assigned below; the queue's error handler and the gauges need it first.
   let queues: JobQueues;
-  const metrics = createGatewayMetrics({ queueDepth: () => queueDepth(queues.tools), workersAlive: () => presence.count() });
+  const metrics = createGatewayMetrics({ queueDepth: () => queueDepthAll(queues.toolShards), workersAlive: () => presence.count() });
   redis.on('error', (err) => {
     metrics.redisErrors.inc({ connection: 'request' });
     log.warn({ err: err.message }, 'redis.error');
@@ -90,10 +90,16 @@ async function main() {
   const policy = await evictionPolicy(redis);
   if (policy && policy !== 'noeviction') log.error({ policy }, 'redis.eviction_policy_unsafe: set maxmemory-policy noeviction; /readyz answers 503 until then (case B-15)');
 
-  queues = new JobQueues(redis, config.keyPrefix, config.task.ttlMs, (err) => {
-    metrics.redisErrors.inc({ connection: 'queue' });
-    log.warn({ err: err.message }, 'queue.error');
-  });
+  queues = new JobQueues(
+    redis,
+    config.keyPrefix,
+    config.task.ttlMs,
+    (err) => {
+      metrics.redisErrors.inc({ connection: 'queue' });
+      log.warn({ err: err.message }, 'queue.error');
+    },
+    config.toolQueueShards,
+  );
   await presence.watch(WORKERS_REFRESH_MS, (alive, before) => {
     if (alive === 0) log.warn({ workers: 0 }, 'workers.none: no worker is running; tasks wait until one starts');
     else if (alive !== undefined && (before === 0 || before === undefined)) log.info({ workers: alive }, 'workers.alive');
@@ -149,7 +155,11 @@ async function main() {
         log,
         store,
         queues: [
-          { queue: queues.tools, description: 'Task steps (t.<taskId>.<step>) and input timeouts' },
+          ...queues.toolShards.map((queue, shard) =>
+            shard === 0
+              ? { queue, description: `Task steps (t.<taskId>.<step>) and input timeouts${queues.toolShards.length > 1 ? ', shard 0' : ''}` }
+              : { queue, description: `Task steps and input timeouts, shard ${shard}`, prefix: `shard-${shard}.` },
+          ),
           { queue: webhooks.queue, description: 'Completion webhook deliveries (wh.<taskId>)' },
           { queue: queues.maintenance, description: 'Reconciler runs' },
         ],

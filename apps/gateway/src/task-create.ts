@@ -143,9 +143,9 @@ export async function removeAbandoned(gw: Gateway, taskId: string, owner: string
   for (let wait = 250; Date.now() < until; wait = Math.min(wait * 2, 2000)) {
     try {
       await store.remove(taskId);
-      await queues.tools.remove(jobId);
+      await queues.toolsFor(taskId).remove(jobId);
       await store.releaseOutstanding(owner, taskId);
-      if ((await queues.tools.getJobState(jobId)) === 'unknown') {
+      if ((await queues.toolsFor(taskId).getJobState(jobId)) === 'unknown') {
         log.info({ taskId }, 'task.abandoned_removed');
         return;
       }

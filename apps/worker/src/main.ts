@@ -26,7 +26,7 @@ import {
   evictionGuard,
   evictionPolicy,
   JobQueues,
-  queueDepth,
+  queueDepthAll,
   startHeartbeat,
   WorkerPresence,
   JOB_INPUT_TIMEOUT,
@@ -34,6 +34,7 @@ import {
   MAINTENANCE_QUEUE,
   newWorkerId,
   TOOLS_QUEUE,
+  toolsPrefix,
   WebhookOutbox,
   WorkerToolsAdvert,
   type StepJobData,
@@ -91,7 +92,7 @@ async function main() {
   const store = new TaskStore(redis, config.keyPrefix);
   const presence = new WorkerPresence(redis, config.keyPrefix);
   let queues: JobQueues; // assigned below; its error handler and the gauges need the metrics first
-  const metrics = createWorkerMetrics(config.worker.concurrency, { queueDepth: () => queueDepth(queues.tools), workersAlive: () => presence.count() });
+  const metrics = createWorkerMetrics(config.worker.concurrency, { queueDepth: () => queueDepthAll(queues.toolShards), workersAlive: () => presence.count() });
   redis.on('error', (err) => {
     metrics.redisErrors.inc({ connection: 'worker' });
     log.warn({ err: err.message }, 'redis.error');
@@ -103,10 +104,16 @@ async function main() {
   const policy = await evictionPolicy(redis);
   if (policy && policy !== 'noeviction') log.error({ policy }, 'redis.eviction_policy_unsafe: set maxmemory-policy noeviction; /readyz answers 503 until then (case B-15)');
 
-  queues = new JobQueues(redis, config.keyPrefix, config.task.ttlMs, (err) => {
-    metrics.redisErrors.inc({ connection: 'queue' });
-    log.warn({ err: err.message }, 'queue.error');
-  });
+  queues = new JobQueues(
+    redis,
+    config.keyPrefix,
+    config.task.ttlMs,
+    (err) => {
+      metrics.redisErrors.inc({ connection: 'queue' });
+      log.warn({ err: err.message }, 'queue.error');
+    },
+    config.toolQueueShards,
+  );
   const toolLabel = (name: string | undefined) => (name && registry.get(name) ? name : 'other');
   const observeStep = createStepObserver({ metrics, toolLabel, ...(tracing.enabled ? { tracer: tracing.tracer } : {}) });
   // Completion webhooks (issue 11 §5): every task this process ends gets its delivery enqueued.
@@ -139,7 +146,13 @@ async function main() {
     if (owner) await store.releaseOutstanding(owner, taskId).catch((e: Error) => log.warn({ taskId, err: e.message }, 'outstanding.release_failed'));
   };
 
-  let toolsWorker: Worker | undefined;
+  // One BullMQ Worker per shard of the tools queue (TOOL_QUEUE_SHARDS, issue 9 §7), sharing the
+  // process's WORKER_CONCURRENCY: each runs up to ceil(concurrency / shards) steps at once.
+  const toolsWorkers: Worker<StepJobData>[] = [];
+  /** Aborts job `jobId` on whichever shard's worker of this process runs it (a no-op elsewhere). */
+  const cancelHere = (jobId: string, reason: string) => {
+    for (const w of toolsWorkers) w.cancelJob(jobId, reason);
+  };
   const processStep = createStepProcessor({
     store,
     queues,
@@ -150,54 +163,55 @@ async function main() {
     progressMinIntervalMs: config.sync.progressMinIntervalMs,
     maxResultBytes: config.maxResultBytes,
     isShuttingDown: () => shuttingDown,
-    cancelLocal: (jobId, reason) => toolsWorker?.cancelJob(jobId, reason),
+    cancelLocal: cancelHere,
   });
 
-  toolsWorker = new Worker<StepJobData>(
-    TOOLS_QUEUE,
-    async (job: Job<StepJobData>, token?: string, signal?: AbortSignal) => {
-      if (job.name === JOB_INPUT_TIMEOUT) {
-        const { taskId, step } = job.data;
-        const r = await store.fail(
-          taskId,
-          { expectStatus: 'input_required', expectStep: step },
-          { code: -32603, message: `No answer to the input request within ${config.task.inputTimeoutMs} ms`, data: { reason: 'input_timeout' } },
-          'Timed out waiting for input',
-        );
-        if (r.code === 'ok' || r.code === 'terminal') await releaseOf(taskId);
-        if (r.code === 'ok') metrics.taskFinished(toolLabel(job.data.tool), 'failed', job.data.createdAt);
-        log.info({ taskId, step, outcome: r.code }, 'input.timeout');
-        return r.code;
-      }
-      return observeStep(job, () => processStep(job, token, signal));
-    },
-    workerOpts,
-  );
-  toolsWorker.on('error', (err) => log.warn({ err: err.message }, 'worker.error'));
-  toolsWorker.on('lockRenewalFailed', (ids: string[]) => ids.forEach((id) => toolsWorker!.cancelJob(id, 'lock-lost')));
-  toolsWorker.on('failed', (job, err) => {
-    // A step job that failed without writing the task (e.g. stalled too often) fails the task.
-    // BullMQ's reason can name jobs and keys: the client gets an error id, the log the reason.
-    if (!job || job.name === JOB_INPUT_TIMEOUT) return;
-    const { taskId, step } = job.data;
-    const errorId = newErrorId();
-    const message = `The task failed unexpectedly (error id ${errorId})`;
-    store
-      .fail(taskId, { expectStatus: 'working', expectStep: step }, { code: -32603, message, data: { errorId } }, message)
-      .then(async (r) => {
-        if (r.code === 'ok') {
-          await releaseOf(taskId);
-          metrics.taskFinished(toolLabel(job.data.tool), 'failed', job.data.createdAt);
-        }
-        log.warn({ taskId, step, outcome: r.code, err, errorId }, 'step.job_failed');
-      })
-      .catch(() => undefined);
-  });
+  const runToolJob = async (job: Job<StepJobData>, token?: string, signal?: AbortSignal) => {
+    if (job.name === JOB_INPUT_TIMEOUT) {
+      const { taskId, step } = job.data;
+      const r = await store.fail(
+        taskId,
+        { expectStatus: 'input_required', expectStep: step },
+        { code: -32603, message: `No answer to the input request within ${config.task.inputTimeoutMs} ms`, data: { reason: 'input_timeout' } },
+        'Timed out waiting for input',
+      );
+      if (r.code === 'ok' || r.code === 'terminal') await releaseOf(taskId);
+      if (r.code === 'ok') metrics.taskFinished(toolLabel(job.data.tool), 'failed', job.data.createdAt);
+      log.info({ taskId, step, outcome: r.code }, 'input.timeout');
+      return r.code;
+    }
+    return observeStep(job, () => processStep(job, token, signal));
+  };
+  const perShard = Math.ceil(config.worker.concurrency / queues.toolShards.length);
+  for (let shard = 0; shard < queues.toolShards.length; shard++) {
+    const toolsWorker = new Worker<StepJobData>(TOOLS_QUEUE, runToolJob, { ...workerOpts, prefix: toolsPrefix(config.keyPrefix, shard), concurrency: perShard });
+    toolsWorkers.push(toolsWorker);
+    toolsWorker.on('error', (err) => log.warn({ err: err.message, shard }, 'worker.error'));
+    toolsWorker.on('lockRenewalFailed', (ids: string[]) => ids.forEach((id) => toolsWorker.cancelJob(id, 'lock-lost')));
+    toolsWorker.on('failed', (job, err) => {
+      // A step job that failed without writing the task (e.g. stalled too often) fails the task.
+      // BullMQ's reason can name jobs and keys: the client gets an error id, the log the reason.
+      if (!job || job.name === JOB_INPUT_TIMEOUT) return;
+      const { taskId, step } = job.data;
+      const errorId = newErrorId();
+      const message = `The task failed unexpectedly (error id ${errorId})`;
+      store
+        .fail(taskId, { expectStatus: 'working', expectStep: step }, { code: -32603, message, data: { errorId } }, message)
+        .then(async (r) => {
+          if (r.code === 'ok') {
+            await releaseOf(taskId);
+            metrics.taskFinished(toolLabel(job.data.tool), 'failed', job.data.createdAt);
+          }
+          log.warn({ taskId, step, outcome: r.code, err, errorId }, 'step.job_failed');
+        })
+        .catch(() => undefined);
+    });
+  }
 
   // Cancel fan-out: every worker hears every cancel; cancelJob is a no-op where the job is not running.
   await sub.subscribe(store.cancelChannel);
   sub.on('message', (channel: string, jobId: string) => {
-    if (channel === store.cancelChannel) toolsWorker?.cancelJob(jobId, 'cancelled');
+    if (channel === store.cancelChannel) cancelHere(jobId, 'cancelled');
   });
 
   const maintenanceWorker = new Worker(
@@ -250,7 +264,7 @@ async function main() {
   const readyz = async (): Promise<Readiness> => {
     const reason = shuttingDown
       ? 'shutting down'
-      : !toolsWorker!.isRunning()
+      : !toolsWorkers.every((w) => w.isRunning())
         ? 'worker not running'
         : redis.status !== 'ready'
           ? `redis ${redis.status}`
@@ -280,6 +294,7 @@ async function main() {
       ...startupSummary(config, 'worker'),
       tools: registry.size,
       concurrency: config.worker.concurrency,
+      toolQueueShards: config.toolQueueShards,
       workerId,
       http: ops ? `http://${http!.host}:${ops.port}` : 'off',
       tracing: tracing.enabled,
@@ -295,12 +310,12 @@ async function main() {
     // It takes no new step from now on: it no longer counts as a live worker.
     await heartbeat.stop();
     await advert.stop(); // no longer counted by gateways' mismatch check
-    const closing = Promise.all([toolsWorker!.close(), maintenanceWorker.close(), webhookWorker.close()]);
+    const closing = Promise.all([...toolsWorkers.map((w) => w.close()), maintenanceWorker.close(), webhookWorker.close()]);
     const timer = (ms: number) => new Promise((r) => setTimeout(r, ms).unref());
     const finished = await Promise.race([closing.then(() => true), timer(config.worker.shutdownGraceMs).then(() => false)]);
     if (!finished) {
       log.info('worker.releasing_active_jobs');
-      toolsWorker!.cancelAllJobs('shutdown');
+      for (const w of toolsWorkers) w.cancelAllJobs('shutdown');
       await Promise.race([closing, timer(5000)]);
     }
     await Promise.allSettled([ops?.close(), tracing.shutdown()]);

@@ -72,6 +72,13 @@ const schema = z.object({
   /** Lifetime of a minted `requestState`, in seconds. */
   REQUEST_STATE_TTL_S: z.coerce.number().int().min(1).default(600),
   WORKER_CONCURRENCY: z.coerce.number().int().min(1).max(10_000).default(50),
+  /**
+   * Shards of the tools queue (issue 9 §7): 1 = one queue, `<prefix>:{jobs}:tools` (the layout
+   * before sharding); N > 1 adds `<prefix>:{jobs-1}:tools` … `{jobs-(N-1)}`, each its own Redis
+   * Cluster slot. A task's jobs go to shard FNV-1a(taskId) mod N. The same on every gateway and
+   * worker. Max 64.
+   */
+  TOOL_QUEUE_SHARDS: z.coerce.number().int().min(1).max(64).default(1),
   /** BullMQ lock duration and stall check interval (bullmq-notes §4). */
   WORKER_LOCK_DURATION_MS: intMs(15_000, 1000),
   WORKER_STALLED_INTERVAL_MS: intMs(5000, 500),
@@ -199,6 +206,8 @@ export interface Config {
   port: number;
   /** The Redis topology: one Redis, a Cluster or Sentinel (redis.ts; issue 9 §7). */
   redis: RedisConfig;
+  /** TOOL_QUEUE_SHARDS: shards of the tools queue (1 = unsharded). */
+  toolQueueShards: number;
   keyPrefix: string;
   toolsets: Toolset[];
   /** MCP_TOOL_MODULES as written (paths, `file:` URLs or package names), de-duplicated, in order. */
@@ -315,6 +324,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, o: { role?: 'ga
     host: e.HOST,
     port: e.PORT,
     redis,
+    toolQueueShards: e.TOOL_QUEUE_SHARDS,
     keyPrefix: e.REDIS_KEY_PREFIX,
     toolsets: e.MCP_TOOLSETS,
     toolModules: e.MCP_TOOL_MODULES,

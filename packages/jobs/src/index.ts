@@ -4,7 +4,11 @@
  * `t.<taskId>.<step>`, so re-adding a step is idempotent (bullmq-notes §1).
  *
  * Redis keys (owned by BullMQ's retention settings below):
- *   `<prefix>:{jobs}:tools:*`        step jobs and input-timeout jobs
+ *   `<prefix>:{jobs}:tools:*`        step jobs and input-timeout jobs (shard 0: every task when
+ *                                    TOOL_QUEUE_SHARDS = 1, the default)
+ *   `<prefix>:{jobs-<i>}:tools:*`    shard i (1 ≤ i < TOOL_QUEUE_SHARDS) of the tools queue: a
+ *                                    task's jobs are on shard `toolShard(taskId, n)` (own hash
+ *                                    tag, so under Redis Cluster the shards spread over slots)
  *   `<prefix>:{jobs}:maintenance:*`  the reconciler's repeatable job
  *   `<prefix>:{jobs}:webhooks:*`     completion webhook deliveries (webhooks.ts)
  *   `<prefix>:worker-tools`          the live workers' tool adverts (worker-tools.ts, expiring)
@@ -16,7 +20,7 @@ import { stepJobId } from '@mcp-tasks/task-store';
 export * from './redis.js';
 export { TaskEvents, type ChannelWatch } from './events.js';
 export { WorkerPresence, newWorkerId, startHeartbeat, type Heartbeat } from './presence.js';
-export { queueDepth, type QueueDepth } from './queue-depth.js';
+export { queueDepth, queueDepthAll, type QueueDepth } from './queue-depth.js';
 export * from './webhooks.js';
 export * from './worker-tools.js';
 
@@ -67,6 +71,36 @@ export function bullPrefix(keyPrefix: string): string {
   return `${keyPrefix}:{jobs}`;
 }
 
+/** Largest TOOL_QUEUE_SHARDS. */
+export const MAX_TOOL_QUEUE_SHARDS = 64;
+
+/** FNV-1a, 32 bits, of the UTF-8 bytes of `s` (an unsigned integer). */
+export function fnv1a32(s: string): number {
+  let h = 0x811c9dc5;
+  for (const byte of Buffer.from(s, 'utf8')) {
+    h ^= byte;
+    h = Math.imul(h, 0x01000193) >>> 0;
+  }
+  return h >>> 0;
+}
+
+/**
+ * The tools-queue shard of a task (issue 9 §7): FNV-1a(taskId) mod `shards`; always 0 with one
+ * shard. Pure: every gateway and worker computes the same shard for a task.
+ */
+export function toolShard(taskId: string, shards: number): number {
+  return shards <= 1 ? 0 : fnv1a32(taskId) % shards;
+}
+
+/**
+ * BullMQ prefix of tools-queue shard `shard`: shard 0 is today's `<prefix>:{jobs}` (so one shard
+ * is exactly the layout before sharding, and going from 1 to N shards keeps the queued jobs on
+ * shard 0), shard i is `<prefix>:{jobs-i}`: its own hash tag, its own Cluster slot.
+ */
+export function toolsPrefix(keyPrefix: string, shard: number): string {
+  return shard === 0 ? bullPrefix(keyPrefix) : `${keyPrefix}:{jobs-${shard}}`;
+}
+
 /**
  * Retention of finished jobs (seconds): no longer than the task they belong to lives (its
  * `ttlMs`), at most 1 day for completed and 7 days for failed jobs, and at most 20,000 of each.
@@ -101,22 +135,32 @@ export const EVENTS_MAX_LEN = 1000;
 
 /** The queues a gateway or worker writes to. */
 export class JobQueues {
+  /** Shard 0 of the tools queue (the whole tools queue with one shard). */
   readonly tools: Queue;
+  /** Every shard of the tools queue, index = shard (`toolShard`). */
+  readonly toolShards: readonly Queue[];
   readonly maintenance: Queue;
 
   /**
    * @param onError receives connection errors of the queues (log them; BullMQ prints them to
    *                stderr when nobody listens).
+   * @param shards  TOOL_QUEUE_SHARDS: how many shards the tools queue has (default 1).
    */
   private readonly retention: Pick<JobsOptions, 'removeOnComplete' | 'removeOnFail'>;
 
-  constructor(connection: RedisClient, keyPrefix: string, taskTtlMs: number, onError: (err: Error) => void = () => undefined) {
+  constructor(connection: RedisClient, keyPrefix: string, taskTtlMs: number, onError: (err: Error) => void = () => undefined, shards = 1) {
     this.retention = jobRetention(taskTtlMs);
     const opts = { connection, prefix: bullPrefix(keyPrefix), streams: { events: { maxLen: EVENTS_MAX_LEN } } };
-    this.tools = new Queue(TOOLS_QUEUE, opts);
+    this.toolShards = Array.from({ length: Math.max(1, shards) }, (_, i) => new Queue(TOOLS_QUEUE, { ...opts, prefix: toolsPrefix(keyPrefix, i) }));
+    this.tools = this.toolShards[0]!;
     this.maintenance = new Queue(MAINTENANCE_QUEUE, opts);
-    this.tools.on('error', onError);
+    for (const q of this.toolShards) q.on('error', onError);
     this.maintenance.on('error', onError);
+  }
+
+  /** The tools-queue shard holding the jobs of `taskId`. */
+  toolsFor(taskId: string): Queue {
+    return this.toolShards[toolShard(taskId, this.toolShards.length)]!;
   }
 
   /**
@@ -126,7 +170,7 @@ export class JobQueues {
    * @param opts.tool, opts.createdAt, opts.trace carried in the payload (StepJobData).
    */
   async enqueueStep(taskId: string, step: number, opts: { priority?: number } & StepJobExtras = {}): Promise<void> {
-    await this.tools.add(JOB_STEP, { taskId, step, ...extras(opts) } satisfies StepJobData, {
+    await this.toolsFor(taskId).add(JOB_STEP, { taskId, step, ...extras(opts) } satisfies StepJobData, {
       jobId: stepJobId(taskId, step),
       attempts: 1,
       priority: fairPriority(opts.priority ?? 1),
@@ -139,7 +183,7 @@ export class JobQueues {
    * runs before every queued step (one script call), never behind a principal's backlog.
    */
   async scheduleInputTimeout(taskId: string, step: number, delayMs: number, data: StepJobExtras = {}): Promise<void> {
-    await this.tools.add(JOB_INPUT_TIMEOUT, { taskId, step, ...extras({ tool: data.tool, createdAt: data.createdAt }) } satisfies StepJobData, {
+    await this.toolsFor(taskId).add(JOB_INPUT_TIMEOUT, { taskId, step, ...extras({ tool: data.tool, createdAt: data.createdAt }) } satisfies StepJobData, {
       jobId: `${stepJobId(taskId, step)}.timeout`,
       delay: delayMs,
       attempts: 1,
@@ -149,15 +193,15 @@ export class JobQueues {
 
   /** Removes a pending input timeout once the answer came (best effort; the job re-checks anyway). */
   async cancelInputTimeout(taskId: string, step: number): Promise<void> {
-    await this.tools.remove(`${stepJobId(taskId, step)}.timeout`).catch(() => 0);
+    await this.toolsFor(taskId).remove(`${stepJobId(taskId, step)}.timeout`).catch(() => 0);
   }
 
   /** BullMQ state of a step's job (`unknown` when it does not exist). */
   async stepState(taskId: string, step: number): Promise<string> {
-    return this.tools.getJobState(stepJobId(taskId, step));
+    return this.toolsFor(taskId).getJobState(stepJobId(taskId, step));
   }
 
   async close(): Promise<void> {
-    await Promise.allSettled([this.tools.close(), this.maintenance.close()]);
+    await Promise.allSettled([...this.toolShards.map((q) => q.close()), this.maintenance.close()]);
   }
 }

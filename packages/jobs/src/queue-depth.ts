@@ -1,5 +1,5 @@
 /**
- * Queue depth of the tools queue as the autoscalers and alerts read it (issue 9 §3), bounded:
+ * Queue depth of the tools queue (`queueDepthAll`: summed over its shards) as the autoscalers and alerts read it (issue 9 §3), bounded:
  * one `getJobCounts` and at most `3 * sample` job reads per call, whatever the backlog.
  *
  *  - `waiting`: step jobs not started yet. Every step job has a priority (fair share), so BullMQ
@@ -41,4 +41,22 @@ export async function queueDepth(queue: Queue, now = Date.now(), sample = 10): P
     }
   }
   return { waiting, active: c.active ?? 0, delayed: c.delayed ?? 0, inputRequired: c.delayed ?? 0, oldestWaitingMs };
+}
+
+/**
+ * The depth of a queue split in shards (TOOL_QUEUE_SHARDS): counts summed, `oldestWaitingMs`
+ * the largest of the shards'. Throws when Redis fails.
+ */
+export async function queueDepthAll(queues: readonly Queue[], now = Date.now(), sample = 10): Promise<QueueDepth> {
+  const all = await Promise.all(queues.map((q) => queueDepth(q, now, sample)));
+  return all.reduce(
+    (a, d) => ({
+      waiting: a.waiting + d.waiting,
+      active: a.active + d.active,
+      delayed: a.delayed + d.delayed,
+      inputRequired: a.inputRequired + d.inputRequired,
+      oldestWaitingMs: Math.max(a.oldestWaitingMs, d.oldestWaitingMs),
+    }),
+    { waiting: 0, active: 0, delayed: 0, inputRequired: 0, oldestWaitingMs: 0 },
+  );
 }
