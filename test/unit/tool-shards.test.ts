@@ -44,7 +44,7 @@ describe('tools-queue shards', () => {
     for (const n of counts) assert.ok(n > 800, `balanced: ${counts.join('/')}`);
   });
 
-  it('shard 0 keeps the unsharded prefix; shards 1..N-1 have their own hash tags and Cluster slots', () => {
+  it('shard 0 keeps the unsharded prefix; every further shard has its own hash tags and Cluster slots', () => {
     assert.equal(toolsPrefix('mcp', 0), bullPrefix('mcp'));
     assert.equal(toolsPrefix('mcp', 0), 'mcp:{jobs}');
     assert.equal(toolsPrefix('mcp', 2), 'mcp:{jobs-2}');

@@ -74,7 +74,7 @@ const schema = z.object({
   WORKER_CONCURRENCY: z.coerce.number().int().min(1).max(10_000).default(50),
   /**
    * Shards of the tools queue (issue 9 §7): 1 = one queue, `<prefix>:{jobs}:tools` (the layout
-   * before sharding); N > 1 adds `<prefix>:{jobs-1}:tools` … `{jobs-(N-1)}`, each its own Redis
+   * before sharding); more add `<prefix>:{jobs-1}:tools`, `{jobs-2}`, … (one per further shard), each its own Redis
    * Cluster slot. A task's jobs go to shard FNV-1a(taskId) mod N. The same on every gateway and
    * worker. Max 64.
    */

@@ -196,9 +196,21 @@ export class JobQueues {
     await this.toolsFor(taskId).remove(`${stepJobId(taskId, step)}.timeout`).catch(() => 0);
   }
 
-  /** BullMQ state of a step's job (`unknown` when it does not exist). */
+  /**
+   * BullMQ state of a step's job (`unknown` when it does not exist). Looked up on the task's
+   * shard, then on the others: a job enqueued before TOOL_QUEUE_SHARDS changed is on the shard of
+   * the old count, and the reconciler must not take it for lost.
+   */
   async stepState(taskId: string, step: number): Promise<string> {
-    return this.toolsFor(taskId).getJobState(stepJobId(taskId, step));
+    const home = this.toolsFor(taskId);
+    const state = await home.getJobState(stepJobId(taskId, step));
+    if (state !== 'unknown' || this.toolShards.length === 1) return state;
+    for (const q of this.toolShards) {
+      if (q === home) continue;
+      const s = await q.getJobState(stepJobId(taskId, step));
+      if (s !== 'unknown') return s;
+    }
+    return 'unknown';
   }
 
   async close(): Promise<void> {
