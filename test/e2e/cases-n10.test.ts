@@ -5,7 +5,9 @@
  * lifecycle through them: create + poll, input_required answered on the other gateway, cancel,
  * a synchronous call with progress, subscriptions/listen, the reconciler, expiry, readiness.
  * Every multi-key script and BullMQ queue must keep its keys in one slot (no CROSSSLOT in any
- * log), task keys must spread over the masters, and pub/sub must reach every process.
+ * log), task keys must spread over the masters, and pub/sub must reach every process. A second
+ * run on the same cluster sets TOOL_QUEUE_SHARDS=3: each task's jobs on its FNV-1a shard, the
+ * shards in different slots, queue depth and the queue view covering every shard.
  */
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
@@ -174,13 +176,17 @@ describe('case N-10: Redis Cluster, 3 masters, 2 gateways + 2 workers', () => {
 
 describe('case N-10 with TOOL_QUEUE_SHARDS=3: the tools queue split over three hash tags', () => {
   const SHARDS = 3;
+  const ADMIN_KEY = 'ops-admin-key-0123456789abcdef';
+  let adminUrl: string;
   let c: Cluster;
   let admin: RedisCluster;
   let g1: string, g2: string;
   before(async () => {
     c = await startCluster({ redisUrl: `redis://127.0.0.1:${rc.ports[0]}`, gateways: 0, workers: 0, env: { REDIS_URL: '', REDIS_CLUSTER_NODES: rc.nodes, TOOL_QUEUE_SHARDS: String(SHARDS) } });
-    const [a, b] = await Promise.all([c.addGateway(), c.addGateway(), c.addWorker(), c.addWorker()]);
+    // Gateway 2 also serves the queue view (every shard listed).
+    const [a, b] = await Promise.all([c.addGateway(), c.addGateway({ ADMIN_API_KEYS: `ops:${ADMIN_KEY}`, ADMIN_PORT: '0' }), c.addWorker(), c.addWorker()]);
     [g1, g2] = [a.url!, b.url!];
+    adminUrl = (await b.waitLog((l) => l.msg === 'admin.ready')).url as string;
     admin = new RedisCluster(rc.ports.map((port) => ({ host: '127.0.0.1', port })), { redisOptions: { maxRetriesPerRequest: 1 } });
   });
   after(async () => {
@@ -223,6 +229,30 @@ describe('case N-10 with TOOL_QUEUE_SHARDS=3: the tools queue split over three h
     await pollTask(() => g1, id, (t) => /1\/10/.test(t.statusMessage ?? ''), 10_000, 50);
     await cancelTask(g1, id);
     assert.equal((await pollTask(() => g2, id, (t) => t.status !== 'working', 3000, 20)).status, 'cancelled');
+  });
+
+  it('queue depth (/metrics) and the queue view cover every shard', async () => {
+    // A countdown running on a shard other than 0 (the ids are the server's: start until one is):
+    // the gauge must sum the shards, the view must list that shard's job.
+    const started: string[] = [];
+    let id = '';
+    while (!id) {
+      const t = (await callTool(g1, 'countdown', { seconds: 10 })).body.result!.taskId as string;
+      started.push(t);
+      if (toolShard(t, SHARDS) !== 0) id = t;
+    }
+    for (const other of started.filter((t) => t !== id)) await cancelTask(g1, other);
+    await pollTask(() => g1, id, (t) => /1\/10/.test(t.statusMessage ?? ''), 10_000, 50);
+    const metrics = await (await fetch(g1.replace(/\/mcp$/, '/metrics'))).text();
+    assert.match(metrics, /^mcp_queue_jobs\{state="active"\} [1-9]/m, metrics.split('\n').filter((l) => l.startsWith('mcp_queue')).join('\n'));
+    const shard = toolShard(id, SHARDS);
+    const name = `shard-${shard}.tools`;
+    const r = await fetch(`${adminUrl}/api/queues?activeQueue=${name}&status=active&page=1&jobsPerPage=50`, { headers: { authorization: `Bearer ${ADMIN_KEY}` } });
+    assert.equal(r.status, 200);
+    const { queues } = (await r.json()) as { queues: { name: string; jobs: { id: string }[] }[] };
+    assert.deepEqual(queues.map((q) => q.name).sort(), ['maintenance', 'shard-1.tools', 'shard-2.tools', 'tools', 'webhooks']);
+    assert.ok(queues.find((q) => q.name === name)!.jobs.some((j) => j.id === `t.${id}.1`), `the running job is listed under ${name}`);
+    await cancelTask(g1, id);
   });
 
   it('readiness 200, no CROSSSLOT or MOVED in any log', async () => {
