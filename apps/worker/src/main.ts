@@ -1,5 +1,5 @@
 /**
- * Worker process: runs tool steps from the `tools` queue, the input timeouts, the
+ * Worker process: runs tool steps from the `tools` queue (every shard of it, TOOL_QUEUE_SHARDS), the input timeouts, the
  * reconciler (maintenance queue) and completion webhook deliveries (`webhooks` queue,
  * webhook-worker.ts). Never imports Fastify. Publishes a heartbeat (every
  * WORKER_HEARTBEAT_MS, presence.ts) and serves `/metrics`, `/healthz`, `/readyz` on

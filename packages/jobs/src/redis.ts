@@ -116,11 +116,6 @@ export function masters(redis: RedisClient): Redis[] {
   return redis instanceof Cluster ? redis.nodes('master') : [redis];
 }
 
-/** True for a Cluster client. */
-export function isCluster(redis: RedisClient): redis is Cluster {
-  return redis instanceof Cluster;
-}
-
 /**
  * Connects and pings (every master of a Cluster) within `timeoutMs`.
  * @throws Error with a one-line message that says what to do (used at process start); it names
