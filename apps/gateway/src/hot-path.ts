@@ -26,7 +26,6 @@
  * `{"jsonrpc":"2.0","id":…,"error":{…}}`, HTTP 200, but 400 for `-32021` (T-05).
  */
 import type { FastifyReply } from 'fastify';
-import { isSpecType } from '@modelcontextprotocol/server';
 import { toCreateTaskResult } from '@mcp-tasks/task-store';
 import type { Classification, McpBody } from './classify.js';
 import { SERVER_INFO, type Exchange, type Gateway } from './context.js';
@@ -34,6 +33,7 @@ import { ErrorCode } from './errors.js';
 import { partitionInputResponses } from './answers.js';
 import { cancelTask, gateTasks, getTask, updateTask } from './tasks-methods.js';
 import { startTask } from './task-create.js';
+import { envelopeVerdict, specEnvelopeCheck } from './verdicts.js';
 
 /** The params each hot method may carry (anything else goes to the SDK path). */
 const PARAM_KEYS: Record<string, Set<string>> = {
@@ -72,9 +72,8 @@ function wellFormedEnvelope(meta: unknown): boolean {
   for (const k of Object.keys(meta)) {
     if (k.startsWith('io.modelcontextprotocol/') && !ENVELOPE_KEYS.has(k)) return false;
   }
-  if (!isSpecType.ClientCapabilities(meta['io.modelcontextprotocol/clientCapabilities'])) return false;
-  const info = meta['io.modelcontextprotocol/clientInfo'];
-  return info === undefined || isSpecType.Implementation(info);
+  // The spec's schemas, once per `_meta` shape (verdicts.ts).
+  return envelopeVerdict(meta, (m) => specEnvelopeCheck(m['io.modelcontextprotocol/clientCapabilities'], m['io.modelcontextprotocol/clientInfo']));
 }
 
 /**
