@@ -119,7 +119,19 @@ export async function serveHot(gw: Gateway, c: Classification, body: McpBody, ex
   send(reply, 200, { result: encoded, jsonrpc: '2.0', id });
 }
 
-/** Writes a JSON body as the SDK does (`Content-Type: application/json`, no charset parameter). */
+/**
+ * Writes a JSON body as the SDK does (`Content-Type: application/json`, no charset parameter),
+ * with the headers the hooks set on the reply (e.g. `Connection: close` while draining), in one
+ * `end` on the hijacked Node response: the body is final, Fastify's send pipeline (onSend hooks,
+ * serializers) has nothing to add.
+ */
 function send(reply: FastifyReply, status: number, message: unknown): void {
-  reply.code(status).header('content-type', 'application/json').send(Buffer.from(JSON.stringify(message)));
+  const body = Buffer.from(JSON.stringify(message));
+  const headers: Record<string, string | number | string[]> = {};
+  for (const [name, value] of Object.entries(reply.getHeaders())) if (value !== undefined) headers[name] = value;
+  headers['content-type'] = 'application/json';
+  headers['content-length'] = body.length;
+  reply.hijack();
+  reply.raw.writeHead(status, headers);
+  reply.raw.end(body);
 }
