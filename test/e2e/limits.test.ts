@@ -1,6 +1,7 @@
 /**
  * Limits and guards of the HTTP surface (issue "Safe to expose" §4, §5; cases N-08, N-09):
- * per-principal request and creation rates counted in Redis across two gateways, the size of
+ * per-principal request and creation rates counted in Redis across two gateways (polls counted
+ * by each gateway), the size of
  * tool arguments and of answers (only declared fields are stored), generic errors with an error
  * id, slow request bodies, malformed or foreign `Host` headers.
  */
@@ -16,7 +17,7 @@ async function taskKeys(c: Cluster): Promise<string[]> {
   return (await c.keys()).filter((k) => k.endsWith(':task') && k.includes('{t:'));
 }
 
-describe('per-principal rates, counted in Redis across gateways (N-08)', () => {
+describe('per-principal rates: requests and creations counted in Redis across gateways, polls per gateway (N-08)', () => {
   let c: Cluster;
   before(async () => {
     c = await startCluster({ gateways: 2, workers: 1, env: { RATE_LIMIT_REQUESTS_PER_MIN: '40', RATE_LIMIT_TASK_CREATIONS_PER_MIN: '5' } });
@@ -42,7 +43,13 @@ describe('per-principal rates, counted in Redis across gateways (N-08)', () => {
     const t = await getTask(next(), created[0]!.body.result!.taskId);
     assert.equal(t.status, 200);
     assert.ok(t.body.result?.taskId);
+    // A call that starts work counts against the creation rate instead of the request rate, and
+    // a poll is counted in the gateway: no request counter was written in Redis.
+    const requestCounters = (await c.keys()).filter((k) => k.includes(':rl:req:'));
+    assert.deepEqual(requestCounters, [], 'creations and polls wrote no request counter');
+    createdTask = created[0]!.body.result!.taskId as string;
   });
+  let createdTask = '';
 
   it('requests: 40 per minute over both gateways in all (not 40 per gateway)', async () => {
     const next = roundRobin(c.urls);
@@ -60,6 +67,25 @@ describe('per-principal rates, counted in Redis across gateways (N-08)', () => {
     }
     assert.ok(ok <= 40 && ok >= 40 - 11, `accepted ${ok}`);
     assert.equal(ok + limited, 60);
+  });
+
+  it('polls: the same 40 per minute, counted by each gateway for itself (polls cost no Redis counter), so the request limit spent above does not stop them', async () => {
+    // The previous test spent this principal's 40 requests (in Redis); polls are counted apart.
+    for (const url of c.urls) {
+      let ok = 0;
+      for (let i = 0; i < 45; i++) {
+        const r = await getTask(url, createdTask, { id: `poll-${i}` });
+        if (r.status === 200) ok++;
+        else {
+          assert.equal(r.status, 429, JSON.stringify(r.body));
+          assert.equal(r.body.id, `poll-${i}`);
+          assert.equal(r.body.error?.data?.limit, 'requests_per_minute');
+          assert.ok(Number(r.headers.get('retry-after')) >= 1);
+        }
+      }
+      // The first test polled once on one of the gateways.
+      assert.ok(ok === 40 || ok === 39, `polls accepted by ${url}: ${ok}`);
+    }
   });
 });
 

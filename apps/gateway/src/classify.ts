@@ -20,6 +20,7 @@ import type { ToolDefinition, ToolRegistry } from '@mcp-tasks/tools';
 import { TASKS_EXTENSION } from './errors.js';
 import { parseArguments } from './arguments.js';
 import { checkParamHeaders, checkStandardHeaders } from './headers.js';
+import { ladderAccepted, ladderShapeKey, rememberLadderAccepted, type LadderHeaders } from './verdicts.js';
 
 /** Protocol revisions served on the modern (per-request `_meta`) lane. */
 export const MODERN_VERSIONS = ['2026-07-28'];
@@ -124,32 +125,18 @@ export function classify(body: unknown, registry: ToolRegistry, o: ClassifyOptio
   };
   if (o.http) {
     const h = o.http.headers;
-    const outcome = classifyInboundRequest({
-      httpMethod: o.http.method,
-      protocolVersionHeader: first(h['mcp-protocol-version']),
-      mcpMethodHeader: first(h['mcp-method']),
-      mcpNameHeader: first(h['mcp-name']),
-      body,
-    });
-    if (outcome.kind === 'reject') c.rejected = outcome;
-    else if (outcome.kind === 'modern' && outcome.messageKind === 'request') {
-      const claimed = outcome.classification.revision;
-      if (claimed === undefined || !MODERN_VERSIONS.includes(claimed)) {
-        const e = new UnsupportedProtocolVersionError({ supported: [...MODERN_VERSIONS], requested: claimed ?? 'unknown' });
-        c.rejected = { kind: 'reject', rung: 'envelope', cell: 'unsupported-version', httpStatus: 400, code: e.code, message: e.message, data: e.data, settled: true };
-      } else {
-        c.rejected = checkStandardHeaders(
-          { protocolVersion: first(h['mcp-protocol-version']), method: first(h['mcp-method']), name: first(h['mcp-name']) },
-          outcome.message.method,
-          outcome.message.params,
-          claimed,
-        );
-        if (!c.rejected && c.method === 'tools/call') {
-          const declarations = registry.headerDeclarations(String(b.params?.name ?? ''));
-          if (declarations.length) c.rejected = checkParamHeaders(declarations, b.params?.arguments, h);
-        }
-      }
+    const headers = { httpMethod: o.http.method, protocolVersion: first(h['mcp-protocol-version']), method: first(h['mcp-method']), name: first(h['mcp-name']) };
+    // A shape that passed the ladder before passes again (verdicts.ts); the Mcp-Param-* headers
+    // depend on the arguments and are checked every time.
+    const shape = ladderShapeKey(headers, body);
+    let modern = ladderAccepted(shape);
+    if (modern === undefined) {
+      const v = ladderVerdict(headers, body);
+      c.rejected = v.rejected;
+      modern = v.modernRequest;
+      if (!c.rejected) rememberLadderAccepted(shape, modern);
     }
+    if (!c.rejected && modern && c.method === 'tools/call') c.rejected = paramHeadersVerdict(registry, b, h);
   }
   if (c.method !== 'tools/call') return c;
 
@@ -172,6 +159,36 @@ export function classify(body: unknown, registry: ToolRegistry, o: ClassifyOptio
   if (tool.runsIn === 'gateway') c.lane = 'inline';
   else c.lane = declaresTasks && tool.taskSupport !== 'forbidden' ? 'task' : 'sync';
   return c;
+}
+
+/**
+ * The validation ladder up to the `Mcp-Param-*` headers (see `Classification.rejected`): the
+ * SDK's era classification, the supported version, the standard headers. `modernRequest`: the
+ * ladder goes on to the `Mcp-Param-*` headers.
+ */
+function ladderVerdict(headers: LadderHeaders, body: unknown): { rejected?: InboundLadderRejection; modernRequest: boolean } {
+  const outcome = classifyInboundRequest({
+    httpMethod: headers.httpMethod,
+    protocolVersionHeader: headers.protocolVersion,
+    mcpMethodHeader: headers.method,
+    mcpNameHeader: headers.name,
+    body,
+  });
+  if (outcome.kind === 'reject') return { rejected: outcome, modernRequest: false };
+  if (outcome.kind !== 'modern' || outcome.messageKind !== 'request') return { modernRequest: false };
+  const claimed = outcome.classification.revision;
+  if (claimed === undefined || !MODERN_VERSIONS.includes(claimed)) {
+    const e = new UnsupportedProtocolVersionError({ supported: [...MODERN_VERSIONS], requested: claimed ?? 'unknown' });
+    return { rejected: { kind: 'reject', rung: 'envelope', cell: 'unsupported-version', httpStatus: 400, code: e.code, message: e.message, data: e.data, settled: true }, modernRequest: true };
+  }
+  const rejected = checkStandardHeaders({ protocolVersion: headers.protocolVersion, method: headers.method, name: headers.name }, outcome.message.method, outcome.message.params, claimed);
+  return rejected ? { rejected, modernRequest: true } : { modernRequest: true };
+}
+
+/** A `tools/call` of a tool with `x-mcp-header` arguments: its `Mcp-Param-*` headers (H-15, H-17). */
+function paramHeadersVerdict(registry: ToolRegistry, b: McpBody, h: HttpSide['headers']): InboundLadderRejection | undefined {
+  const declarations = registry.headerDeclarations(String(b.params?.name ?? ''));
+  return declarations.length ? checkParamHeaders(declarations, b.params?.arguments, h) : undefined;
 }
 
 /** A `tools/call` of a worker tool: it needs Redis (503 + Retry-After while Redis is away, D10). */

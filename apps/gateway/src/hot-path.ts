@@ -26,7 +26,6 @@
  * `{"jsonrpc":"2.0","id":…,"error":{…}}`, HTTP 200, but 400 for `-32021` (T-05).
  */
 import type { FastifyReply } from 'fastify';
-import { isSpecType } from '@modelcontextprotocol/server';
 import { toCreateTaskResult } from '@mcp-tasks/task-store';
 import type { Classification, McpBody } from './classify.js';
 import { SERVER_INFO, type Exchange, type Gateway } from './context.js';
@@ -34,6 +33,7 @@ import { ErrorCode } from './errors.js';
 import { partitionInputResponses } from './answers.js';
 import { cancelTask, gateTasks, getTask, updateTask } from './tasks-methods.js';
 import { startTask } from './task-create.js';
+import { envelopeVerdict, specEnvelopeCheck } from './verdicts.js';
 
 /** The params each hot method may carry (anything else goes to the SDK path). */
 const PARAM_KEYS: Record<string, Set<string>> = {
@@ -72,9 +72,8 @@ function wellFormedEnvelope(meta: unknown): boolean {
   for (const k of Object.keys(meta)) {
     if (k.startsWith('io.modelcontextprotocol/') && !ENVELOPE_KEYS.has(k)) return false;
   }
-  if (!isSpecType.ClientCapabilities(meta['io.modelcontextprotocol/clientCapabilities'])) return false;
-  const info = meta['io.modelcontextprotocol/clientInfo'];
-  return info === undefined || isSpecType.Implementation(info);
+  // The spec's schemas, once per `_meta` shape (verdicts.ts).
+  return envelopeVerdict(meta, (m) => specEnvelopeCheck(m['io.modelcontextprotocol/clientCapabilities'], m['io.modelcontextprotocol/clientInfo']));
 }
 
 /**
@@ -120,7 +119,19 @@ export async function serveHot(gw: Gateway, c: Classification, body: McpBody, ex
   send(reply, 200, { result: encoded, jsonrpc: '2.0', id });
 }
 
-/** Writes a JSON body as the SDK does (`Content-Type: application/json`, no charset parameter). */
+/**
+ * Writes a JSON body as the SDK does (`Content-Type: application/json`, no charset parameter),
+ * with the headers the hooks set on the reply (e.g. `Connection: close` while draining), in one
+ * `end` on the hijacked Node response: the body is final, Fastify's send pipeline (onSend hooks,
+ * serializers) has nothing to add.
+ */
 function send(reply: FastifyReply, status: number, message: unknown): void {
-  reply.code(status).header('content-type', 'application/json').send(Buffer.from(JSON.stringify(message)));
+  const body = Buffer.from(JSON.stringify(message));
+  const headers: Record<string, string | number | string[]> = {};
+  for (const [name, value] of Object.entries(reply.getHeaders())) if (value !== undefined) headers[name] = value;
+  headers['content-type'] = 'application/json';
+  headers['content-length'] = body.length;
+  reply.hijack();
+  reply.raw.writeHead(status, headers);
+  reply.raw.end(body);
 }

@@ -1,17 +1,25 @@
 /**
- * Per-principal rate limits (design D9; issue "Safe to expose" §4; case N-08), counted in Redis
- * by `@fastify/rate-limit`'s Redis store so a limit holds across every replica (a principal gets
- * about the limit, not the limit × replicas):
- *  - requests: every authenticated `POST /mcp` (RATE_LIMIT_REQUESTS_PER_MIN, default 3600/min);
+ * Per-principal rate limits (design D9; issue "Safe to expose" §4; case N-08), counted by
+ * `@fastify/rate-limit`:
+ *  - requests: every authenticated `POST /mcp` that is neither a poll nor a call that starts
+ *    work (RATE_LIMIT_REQUESTS_PER_MIN, default 3600/min), counted in Redis (its Redis store) so
+ *    the limit holds across every replica (a principal gets about the limit, not the limit ×
+ *    replicas);
+ *  - polls (`tasks/get`): the same RATE_LIMIT_REQUESTS_PER_MIN, counted in the process (the
+ *    plugin's in-memory LRU store, one counter per principal and window), so a poll costs one
+ *    `HGETALL` and nothing else on Redis (N-08: "polls stay one Redis read each"). This limit is
+ *    per gateway: behind N gateways a principal may poll up to N × the limit per minute, and
+ *    every gateway must be configured with the same value for the limit to mean the same;
  *  - task creations: every `tools/call` that starts work on a worker, as a task or as a
- *    synchronous call (RATE_LIMIT_TASK_CREATIONS_PER_MIN, default 120/min). A retry that carries
- *    a `requestState` continues earlier work and is not counted.
+ *    synchronous call (RATE_LIMIT_TASK_CREATIONS_PER_MIN, default 120/min), counted in Redis; such
+ *    a call counts against this rate instead of the request rate (one counter per creation). A
+ *    retry that carries a `requestState` continues earlier work and counts as a request.
  * A refusal is HTTP 429 with `Retry-After` (seconds) and a JSON-RPC error body carrying the
  * request's id: code `-31429` (an application code, outside the range JSON-RPC and MCP reserve),
  * `data: { limit, max, retryAfterS }`. Nothing else is written for a refused request.
  *
- * Keys: `<prefix>:rl:…<kind>:<SHA-256 of the principal>` (one counter per principal and window, with the
- * window's PEXPIRE). When Redis does not answer, requests are let through (`skipOnError`): the
+ * Keys (requests and creations): `<prefix>:rl:…<kind>:<SHA-256 of the principal>` (one counter per
+ * principal and window, with the window's PEXPIRE). When Redis does not answer, requests are let through (`skipOnError`): the
  * methods that need Redis answer 503 themselves.
  */
 import rateLimit from '@fastify/rate-limit';
@@ -32,8 +40,10 @@ export interface LimitRefusal {
 }
 
 export interface Limits {
-  /** Counts a request of `principal`; a refusal when over the per-minute limit. */
+  /** Counts a request of `principal` (in Redis); a refusal when over the per-minute limit. */
   request(req: FastifyRequest, principal: string): Promise<LimitRefusal | undefined>;
+  /** Counts a `tasks/get` of `principal` in this process against the request limit; a refusal when over it. */
+  poll(req: FastifyRequest, principal: string): Promise<LimitRefusal | undefined>;
   /** Counts a task creation of `principal`; a refusal when over the per-minute limit. */
   creation(req: FastifyRequest, principal: string): Promise<LimitRefusal | undefined>;
 }
@@ -41,23 +51,40 @@ export interface Limits {
 
 const WINDOW_MS = 60_000;
 const LIMIT_KEY = Symbol('limitKey');
+/** Principals whose poll counters the in-memory store keeps (LRU; a principal pushed out starts a new window). */
+const LOCAL_PRINCIPALS = 10_000;
 
-/** Registers `@fastify/rate-limit` (no global hook) and builds the two limiters. */
+type Limiter = ReturnType<FastifyInstance['createRateLimit']>;
+
+/**
+ * Registers `@fastify/rate-limit` twice (no global hook), each in its own encapsulated context
+ * so each has its own store — Redis for requests and creations, in memory for polls — and
+ * builds the three limiters.
+ */
 export async function registerLimits(app: FastifyInstance, redis: RedisClient, config: Config): Promise<Limits> {
-  await app.register(rateLimit, { global: false, redis, nameSpace: `${config.keyPrefix}:rl:`, skipOnError: true });
   const keyOf = (req: FastifyRequest) => (req as unknown as Record<symbol, string>)[LIMIT_KEY]!;
-  const requests = app.createRateLimit({ max: config.limits.requestsPerMin, timeWindow: WINDOW_MS, keyGenerator: keyOf });
-  const creations = app.createRateLimit({ max: config.limits.taskCreationsPerMin, timeWindow: WINDOW_MS, keyGenerator: keyOf });
-  const check = async (limiter: typeof requests, kind: string, limit: LimitName, max: number, req: FastifyRequest, principal: string) => {
-    (req as unknown as Record<symbol, string>)[LIMIT_KEY] = `${kind}:${principalTag(principal)}`;
+  const limiters = async (store: Record<string, unknown>, maxes: number[]): Promise<Limiter[]> => {
+    let made: Limiter[] = [];
+    await app.register(async (scope) => {
+      await scope.register(rateLimit, { global: false, skipOnError: true, ...store });
+      made = maxes.map((max) => scope.createRateLimit({ max, timeWindow: WINDOW_MS, keyGenerator: keyOf }));
+    });
+    return made;
+  };
+  const [requests, creations] = await limiters({ redis, nameSpace: `${config.keyPrefix}:rl:` }, [config.limits.requestsPerMin, config.limits.taskCreationsPerMin]);
+  const [polls] = await limiters({ cache: LOCAL_PRINCIPALS }, [config.limits.requestsPerMin]);
+  const check = async (limiter: Limiter, key: string, limit: LimitName, max: number, req: FastifyRequest) => {
+    (req as unknown as Record<symbol, string>)[LIMIT_KEY] = key;
     // `isAllowed` only means "in the allow list"; `isExceeded` says the limit was passed.
     const r = await limiter(req);
     if (r.isAllowed || !r.isExceeded) return undefined;
     return { limit, max, retryAfterS: Math.max(1, r.ttlInSeconds) };
   };
   return {
-    request: (req, principal) => check(requests, 'req', 'requests_per_minute', config.limits.requestsPerMin, req, principal),
-    creation: (req, principal) => check(creations, 'new', 'task_creations_per_minute', config.limits.taskCreationsPerMin, req, principal),
+    request: (req, principal) => check(requests!, `req:${principalTag(principal)}`, 'requests_per_minute', config.limits.requestsPerMin, req),
+    // In memory only: the principal itself is the key (nothing leaves the process).
+    poll: (req, principal) => check(polls!, principal, 'requests_per_minute', config.limits.requestsPerMin, req),
+    creation: (req, principal) => check(creations!, `new:${principalTag(principal)}`, 'task_creations_per_minute', config.limits.taskCreationsPerMin, req),
   };
 }
 

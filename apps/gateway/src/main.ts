@@ -212,7 +212,9 @@ async function main() {
     await Promise.allSettled([ops?.close(), tracing.shutdown()]);
     await Promise.allSettled([queues.close(), webhooks.close(), sub.quit(), redis.quit()]);
     log.info('gateway.stopped');
-    process.exit(0);
+    // Lines are written asynchronously (createLogger): the last ones go out before the exit.
+    log.flush(() => process.exit(0));
+    setTimeout(() => process.exit(0), 1000).unref();
   };
   process.once('SIGTERM', () => void shutdown('SIGTERM'));
   process.once('SIGINT', () => void shutdown('SIGINT'));

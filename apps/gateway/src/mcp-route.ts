@@ -4,10 +4,13 @@
  *   onRequest:  Origin, Host, Content-Type (request-guards.ts: 403 / 400 / 415) →
  *               authentication (auth/hooks.ts: 401 / 403; principal)
  *   preHandler: authentication of a body that is not what its header said → the
- *               per-principal request rate (limits.ts: 429)
- *   handler:    body depth (400) → classify once (classify.ts) → 503 while Redis is away for
+ *               per-principal request rate (limits.ts: 429; a `tasks/get` counted in this
+ *               process, a `tools/call` in the handler once classified)
+ *   handler:    body depth (400) → classify once (classify.ts) → for a `tools/call` that
+ *               starts no work, the request rate (429) → 503 while Redis is away for
  *               methods that need it (D10) → for a call that starts work, the creation rate
- *               and a slot among the principal's unfinished tasks, together (429) → the lane:
+ *               (instead of the request rate) and a slot among the principal's unfinished
+ *               tasks, together (429) → the lane:
  *                - `subscriptions/listen` for `taskIds` → listen.ts (T-39, T-49);
  *                - `tasks/get|update|cancel`, and a `tools/call` that becomes a task, of the
  *                  usual shapes → hot-path.ts, without the SDK's per-request server (D8);
@@ -81,8 +84,12 @@ export function createMcpRoute(gw: Gateway, redisHealth: RedisHealth, limits: Li
         preHandler: [
           auth.preHandler,
           async (req, reply) => {
-            // An unauthenticated server/discover counts against its address.
-            const refused = await limits.request(req, req.principal || `ip:${req.ip}`);
+            // A tools/call is counted once classified (a call that starts work counts against the
+            // creation rate only); a poll in this process (limits.ts); an unauthenticated
+            // server/discover against its address.
+            const method = (req.body as McpBody | undefined)?.method;
+            if (method === 'tools/call' && req.principal) return undefined;
+            const refused = method === 'tasks/get' && req.principal ? await limits.poll(req, req.principal) : await limits.request(req, req.principal || `ip:${req.ip}`);
             if (refused) return sendRefusal(reply, echoableId(req.body), refused);
           },
         ],
@@ -107,6 +114,14 @@ export function createMcpRoute(gw: Gateway, redisHealth: RedisHealth, limits: Li
             http: { method: req.method, headers: req.headers },
           });
           if (log.isLevelEnabled('debug')) log.debug({ method: c.method, id: c.id, lane: c.lane, principal: req.principal, headers: req.headers }, 'mcp.request');
+          const principal = req.principal;
+          // A call that starts work on a worker counts against the creation rate (below), not
+          // the request rate; any other tools/call against the request rate, here.
+          const startsWork = (c.lane === 'task' || c.lane === 'sync') && !c.continues && !c.rejected;
+          if (c.method === 'tools/call' && !startsWork) {
+            const refused = await limits.request(req, principal);
+            if (refused) return sendRefusal(reply, echoableId(body), refused);
+          }
           // The validation ladder's verdict (classify.ts): the `_meta` envelope (B-05), the
           // version (H-11, H-12), the standard headers and the `Mcp-Param-*` headers (H-15,
           // H-17), answered before anything is counted, reserved or run.
@@ -117,7 +132,6 @@ export function createMcpRoute(gw: Gateway, redisHealth: RedisHealth, limits: Li
           if (needsRedis(c) && !redisHealth.ok) {
             return reply.code(503).header('retry-after', '5').send(jsonRpcErrorBody(c.id, ErrorCode.InternalError, 'Task store unavailable; retry later'));
           }
-          const principal = req.principal;
           // A call that starts work on a worker counts against the creation rate (not a retry
           // continuing earlier work, and not a request the SDK's ladder refuses).
           // It also takes a slot among the principal's unfinished tasks (MAX_OUTSTANDING_TASKS),
@@ -125,7 +139,7 @@ export function createMcpRoute(gw: Gateway, redisHealth: RedisHealth, limits: Li
           // independent, so they go to Redis together (one round trip, issue 8 §3); a slot
           // reserved for a call the rate refuses is given back at once.
           let reservation: Exchange['reservation'];
-          if ((c.lane === 'task' || c.lane === 'sync') && !c.continues) {
+          if (startsWork) {
             const taskId = newTaskId();
             const now = Date.now();
             const max = config.maxOutstandingTasks;

@@ -246,9 +246,11 @@ export interface Config {
   testing: { sideEffectDir?: string };
   logLevel: string;
   maxBodyBytes: number;
-  /** Per-principal limits (counted in Redis) and size limits of requests. */
+  /** Per-principal limits and size limits of requests. */
   limits: {
+    /** Requests per minute, counted in Redis; polls (`tasks/get`) count against it per gateway, in memory. */
     requestsPerMin: number;
+    /** Calls that start work, per minute, counted in Redis (instead of as requests). */
     taskCreationsPerMin: number;
     /** Serialized JSON bytes. */
     maxArgumentsBytes: number;

@@ -179,7 +179,11 @@ function boundError(e: Error, depth: number, budget: { left: number }): Record<s
  * @param name  `gateway` or `worker`; becomes the `svc` field.
  * @param level pino level (`info` by default).
  * @param extra more pino options (merged last; `formatters` and `redact` are ours).
- * @param destination where lines go (default stdout); tests pass a stream.
+ * @param destination where lines go; tests pass a stream. Default: stdout, written
+ *        asynchronously (`pino.destination({ sync: false })`: a request never waits for the
+ *        write of its log line; lines written while one write is in flight go out together).
+ *        What is still buffered is written synchronously when the process exits (pino
+ *        registers that flush), so `process.exit` loses no line.
  */
 export function createLogger(name: string, level = 'info', extra: LoggerOptions = {}, destination?: DestinationStream): Logger {
   const options: LoggerOptions = {
@@ -193,5 +197,5 @@ export function createLogger(name: string, level = 'info', extra: LoggerOptions 
     serializers: { ...extra.serializers, err: (v: unknown) => v },
     formatters: { ...extra.formatters, log: (obj) => boundLogValue(obj) as Record<string, unknown> },
   };
-  return destination ? pino(options, destination) : pino(options);
+  return pino(options, destination ?? pino.destination({ dest: 1, sync: false }));
 }

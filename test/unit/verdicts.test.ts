@@ -1,0 +1,69 @@
+/**
+ * The memo of validation verdicts (apps/gateway/src/verdicts.ts, issue 8 §2): two requests get
+ * the same shape key only when the ladder cannot tell them apart (ids of one type, a task id
+ * equal to its Mcp-Name header, any object of arguments), and the memo never stands in for a
+ * refusal: classify() answers a mismatching header the same after the shape was accepted.
+ */
+import { describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+import { randomUUID } from 'node:crypto';
+import { classify } from '../../apps/gateway/src/classify.js';
+import { ladderShapeKey } from '../../apps/gateway/src/verdicts.js';
+import { ToolRegistry } from '../../packages/tools/src/index.js';
+
+const META = {
+  'io.modelcontextprotocol/protocolVersion': '2026-07-28',
+  'io.modelcontextprotocol/clientCapabilities': { extensions: { 'io.modelcontextprotocol/tasks': {} } },
+};
+const get = (id: unknown, taskId: unknown, meta: Record<string, unknown> = META) => ({ jsonrpc: '2.0', id, method: 'tasks/get', params: { taskId, _meta: meta } });
+const headers = (name: string | undefined, version = '2026-07-28') => ({ httpMethod: 'POST', protocolVersion: version, method: 'tasks/get', name });
+
+describe('verdicts: shape keys', () => {
+  it('tasks/get: one key for any id of a type and any plain task id that equals Mcp-Name', () => {
+    const a = randomUUID();
+    const b = randomUUID();
+    const k = ladderShapeKey(headers(a), get(1, a));
+    assert.ok(k);
+    assert.equal(ladderShapeKey(headers(b), get(7, b)), k);
+    assert.notEqual(ladderShapeKey(headers(b), get('7', b)), k, 'a string id is another shape');
+  });
+
+  it('no key when the header check depends on the value: Mcp-Name differs or is absent, a Base64 sentinel, an odd id', () => {
+    const a = randomUUID();
+    assert.equal(ladderShapeKey(headers(randomUUID()), get(1, a)), undefined);
+    assert.equal(ladderShapeKey(headers(undefined), get(1, a)), undefined);
+    const sentinel = `=?base64?${Buffer.from(a).toString('base64')}?=`;
+    assert.equal(ladderShapeKey(headers(sentinel), get(1, sentinel)), undefined);
+    assert.equal(ladderShapeKey(headers(a), get(1.5, a)), undefined);
+    assert.equal(ladderShapeKey(headers(a), get(null, a)), undefined);
+    assert.equal(ladderShapeKey(headers(a), get(1, 'x'.repeat(300))), undefined, 'a long id is validated in full');
+  });
+
+  it('other headers or another _meta are another shape; tools/call keys ignore the argument values only', () => {
+    const a = randomUUID();
+    const k = ladderShapeKey(headers(a), get(1, a));
+    assert.notEqual(ladderShapeKey(headers(a, '2025-11-25'), get(1, a)), k);
+    assert.notEqual(ladderShapeKey(headers(a), get(1, a, { ...META, 'io.modelcontextprotocol/clientInfo': { name: 'x', version: '1' } })), k);
+    const call = (args: unknown) => ({ jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'add', arguments: args, _meta: META } });
+    const h = { httpMethod: 'POST', protocolVersion: '2026-07-28', method: 'tools/call', name: 'add' };
+    assert.equal(ladderShapeKey(h, call({ a: 1, b: 2 })), ladderShapeKey(h, call({ a: 5 })));
+    assert.equal(ladderShapeKey(h, call([1, 2])), undefined, 'arguments that are not an object are validated in full');
+    assert.equal(ladderShapeKey({ ...h, name: 'other' }, call({ a: 1 })), undefined);
+  });
+});
+
+describe('verdicts: classify with the memo', () => {
+  it('an accepted shape does not make a mismatching or missing header pass afterwards', () => {
+    const registry = new ToolRegistry([]);
+    const a = randomUUID();
+    const http = (name: string | undefined) => ({ method: 'POST', headers: { 'mcp-protocol-version': '2026-07-28', 'mcp-method': 'tasks/get', ...(name === undefined ? {} : { 'mcp-name': name }) } });
+    for (let i = 0; i < 3; i++) assert.equal(classify(get(i, a), registry, { http: http(a) }).rejected, undefined);
+    const other = randomUUID();
+    assert.equal(classify(get(9, a), registry, { http: http(other) }).rejected?.cell, 'name-header-mismatch');
+    assert.equal(classify(get(9, a), registry, { http: http(undefined) }).rejected?.cell, 'name-header-missing');
+    // And a shape refused once is refused again (refusals are not remembered, but not lost either).
+    const noVersion = { method: 'POST', headers: { 'mcp-method': 'tasks/get', 'mcp-name': a } };
+    assert.ok(classify(get(1, a), registry, { http: noVersion }).rejected);
+    assert.ok(classify(get(2, a), registry, { http: noVersion }).rejected);
+  });
+});
