@@ -33,6 +33,7 @@ const VARIABLES = [
   'PUBLIC_URL',
   'WORKER_CONCURRENCY',
   'WORKER_LOCK_DURATION_MS',
+  'WORKER_LOCK_RENEW_MS',
   'WORKER_STALLED_INTERVAL_MS',
   'WORKER_MAX_STALLED_COUNT',
   'SHUTDOWN_GRACE_MS',
@@ -106,7 +107,8 @@ describe('loadConfig defaults', () => {
     assert.equal(c.requestState.ttlSeconds, 600);
     assert.deepEqual(c.worker, {
       concurrency: 50,
-      lockDurationMs: 15_000,
+      lockDurationMs: 20_000,
+      lockRenewMs: 1000,
       stalledIntervalMs: 5000,
       maxStalledCount: 2,
       shutdownGraceMs: 10_000,

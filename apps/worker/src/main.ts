@@ -126,6 +126,9 @@ async function main() {
     prefix: bullPrefix(config.keyPrefix),
     concurrency: config.worker.concurrency,
     lockDuration: config.worker.lockDurationMs,
+    // Renewed often, so an outage up to lockDuration − lockRenewTime − the 2 s reconnect
+    // back-off (17 s by default) finds every lock still valid when Redis is back (issue 9 §6).
+    lockRenewTime: config.worker.lockRenewMs,
     stalledInterval: config.worker.stalledIntervalMs,
     maxStalledCount: config.worker.maxStalledCount,
   };
@@ -171,7 +174,17 @@ async function main() {
     workerOpts,
   );
   toolsWorker.on('error', (err) => log.warn({ err: err.message }, 'worker.error'));
-  toolsWorker.on('lockRenewalFailed', (ids: string[]) => ids.forEach((id) => toolsWorker!.cancelJob(id, 'lock-lost')));
+  // BullMQ emits `lockRenewalFailed` only for jobs whose lock Redis *answered* is gone or held by
+  // another token (extendLocks-1.lua): the lock is really lost, another worker may run the step,
+  // so this one stops. A renewal that could not reach Redis (an outage) is an `error` event
+  // instead: the command waits for the reconnect (maxRetriesPerRequest null) and the step goes on
+  // while its lock is still valid on the server (issue 9 §6).
+  toolsWorker.on('lockRenewalFailed', (ids: string[]) =>
+    ids.forEach((id) => {
+      log.warn({ jobId: id }, 'step.lock_lost');
+      toolsWorker!.cancelJob(id, 'lock-lost');
+    }),
+  );
   toolsWorker.on('failed', (job, err) => {
     // A step job that failed without writing the task (e.g. stalled too often) fails the task.
     // BullMQ's reason can name jobs and keys: the client gets an error id, the log the reason.
