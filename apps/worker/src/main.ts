@@ -42,6 +42,7 @@ import {
 import { createRegistry, loadToolModules } from '@mcp-tasks/tools';
 import { createStepProcessor } from './processor.js';
 import { reconcileOnce } from './reconcile.js';
+import { watchContinuity } from './redis-continuity.js';
 import { createStepObserver } from './step-observer.js';
 import { startWebhookWorker } from './webhook-worker.js';
 
@@ -90,6 +91,9 @@ async function main() {
     process.exit(1);
   }
   const store = new TaskStore(redis, config.keyPrefix);
+  // Redis outages as this worker sees them: the reconciler's orphan check waits out one hold
+  // period after one (issue 9 §6).
+  const continuity = watchContinuity(redis);
   const presence = new WorkerPresence(redis, config.keyPrefix);
   let queues: JobQueues; // assigned below; its error handler and the gauges need the metrics first
   const metrics = createWorkerMetrics(config.worker.concurrency, { queueDepth: () => queueDepth(queues.tools), workersAlive: () => presence.count() });
@@ -221,6 +225,7 @@ async function main() {
         afterMs: config.worker.reconcileAfterMs,
         inputTimeoutMs: config.task.inputTimeoutMs,
         syncHolderTimeoutMs: config.worker.syncHolderTimeoutMs,
+        continuity,
         maxTtlMs: config.task.ttlMs,
         onFinished: (tool, status, createdAt) => metrics.taskFinished(toolLabel(tool), status, createdAt),
         ...(config.webhooks.enabled ? { webhooks } : {}),
@@ -313,6 +318,7 @@ async function main() {
       toolsWorker!.cancelAllJobs('shutdown');
       await Promise.race([closing, timer(5000)]);
     }
+    continuity.stop();
     await Promise.allSettled([ops?.close(), tracing.shutdown()]);
     await Promise.allSettled([queues.close(), webhooks.close(), sub.quit(), redis.quit(), connection.quit()]);
     log.info('worker.stopped');
