@@ -129,6 +129,8 @@ export interface StepClaim {
   args: unknown;
   state: unknown;
   reruns: number;
+  /** Runs of this step so far, this one included: 1 the first time, 2 after one restart (issue 9 §6). */
+  attempt: number;
   mode: TaskMode;
   clientCapabilities: Record<string, unknown>;
   /** The principal that created the task. */
@@ -392,7 +394,7 @@ export class TaskStore {
       return { code: 'gone' };
     }
     const inputResponses: Record<string, unknown> = {};
-    for (let i = 9; i + 1 < r.length; i += 2) inputResponses[r[i]!] = JSON.parse(r[i + 1]!);
+    for (let i = 10; i + 1 < r.length; i += 2) inputResponses[r[i]!] = JSON.parse(r[i + 1]!);
     return {
       code: 'ok',
       fence: r[1]!,
@@ -400,6 +402,7 @@ export class TaskStore {
       args: JSON.parse(r[3] || '{}'),
       state: r[4] ? JSON.parse(r[4]) : undefined,
       reruns: Number(r[5] ?? 0),
+      attempt: Number(r[9] ?? 1),
       mode: (r[6] as TaskMode) ?? 'task',
       clientCapabilities: JSON.parse(r[7] || '{}'),
       owner: r[8] ?? '',
