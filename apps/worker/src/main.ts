@@ -27,6 +27,7 @@ import {
   evictionPolicy,
   JobQueues,
   queueDepth,
+  RedisClock,
   startHeartbeat,
   WorkerPresence,
   JOB_INPUT_TIMEOUT,
@@ -90,7 +91,10 @@ async function main() {
     console.error(`worker: ${(e as Error).message}`);
     process.exit(1);
   }
-  const store = new TaskStore(redis, config.keyPrefix);
+  // Redis time for every timestamp and expiry (case N-11): this process' own clock never counts.
+  const clock = new RedisClock(redis);
+  await clock.start();
+  const store = new TaskStore(redis, config.keyPrefix, clock);
   // Redis outages as this worker sees them: the reconciler's orphan check waits out one hold
   // period after one (issue 9 §6).
   const continuity = watchContinuity(redis);
@@ -229,7 +233,7 @@ async function main() {
         maxTtlMs: config.task.ttlMs,
         onFinished: (tool, status, createdAt) => metrics.taskFinished(toolLabel(tool), status, createdAt),
         ...(config.webhooks.enabled ? { webhooks } : {}),
-      });
+      }, clock.now());
       if (counts.failed || counts.requeued || counts.cancelled) log.info(counts, 'reconcile.done');
       return counts;
     },
@@ -299,6 +303,7 @@ async function main() {
       http: ops ? `http://${http!.host}:${ops.port}` : 'off',
       tracing: tracing.enabled,
       webhooks: config.webhooks.enabled,
+      redisClockSkewMs: clock.skewMs,
     },
     'worker.ready',
   );
@@ -319,6 +324,7 @@ async function main() {
       await Promise.race([closing, timer(5000)]);
     }
     continuity.stop();
+    clock.stop();
     await Promise.allSettled([ops?.close(), tracing.shutdown()]);
     await Promise.allSettled([queues.close(), webhooks.close(), sub.quit(), redis.quit(), connection.quit()]);
     log.info('worker.stopped');

@@ -14,6 +14,7 @@ import type { Redis } from 'ioredis';
 import { stepJobId } from '@mcp-tasks/task-store';
 
 export * from './redis.js';
+export * from './clock.js';
 export { TaskEvents, type ChannelWatch } from './events.js';
 export { WorkerPresence, newWorkerId, startHeartbeat, type Heartbeat } from './presence.js';
 export { queueDepth, type QueueDepth } from './queue-depth.js';
