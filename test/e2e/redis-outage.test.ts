@@ -61,7 +61,10 @@ describe('Redis restarted (AOF) with work in flight (issue 9 §6)', () => {
     );
     const starts = () => c.workers.flatMap((w) => w.logs.filter((l) => l.msg === 'step.started'));
     await waitFor(() => starts().length >= 13, 20_000, 50, 'all 13 steps to start');
-    await sleep(1500);
+    // Into the step, as for a step that has been running a while: a lock taken at the step's
+    // start and renewed every lockDuration / 2 (BullMQ's default, 7.5 s of the 15 s we had)
+    // would expire during the outage; renewed every second it does not.
+    await sleep(6000);
 
     // Polls and creations all along, recording what failed and when.
     const record: { at: number; done: number; ok: boolean; kind: 'poll' | 'create'; status: number }[] = [];
