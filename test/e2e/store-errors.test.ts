@@ -83,7 +83,11 @@ describe('Redis failures never reach a response as Redis text (issue 9 §6)', ()
         unavailable(await getTask(url, parked[i]!), `${path}: tasks/get, Redis stopped (${n})`);
         unavailable(await callTool(url, 'countdown', { seconds: 1 }), `${path}: task creation, Redis stopped (${n})`);
         unavailable(await cancelTask(url, parked[i]!), `${path}: tasks/cancel, Redis stopped (${n})`);
-        await waitFor(async () => (await fetch(url.replace(/\/mcp$/, '/readyz'))).status === 503, 5000, 100, 'readiness off');
+        const ready = await waitFor(async () => {
+          const r = await fetch(url.replace(/\/mcp$/, '/readyz'));
+          return r.status === 503 ? await r.text() : undefined;
+        }, 5000, 100, 'readiness off');
+        assert.doesNotMatch(ready, REDIS_TEXT, `/readyz: ${ready}`);
       }
     }
     // The detail is in the logs.
