@@ -27,7 +27,7 @@ import { randomBytes } from 'node:crypto';
 import { Redis } from 'ioredis';
 import { loadConfig } from '@mcp-tasks/config';
 import { freePort, ROOT, SHARED_REDIS_URL, sleep, startCluster, testEnv, waitFor, type Cluster, type Proc } from '../support/cluster.js';
-import { callTool, pollTask, rpc, updateTask } from '../support/mcp.js';
+import { callTool, getTask, pollTask, rpc, updateTask } from '../support/mcp.js';
 import { sseCall, type SseCall } from '../support/sse.js';
 import { failedAccessLines, startNginx, streamCutLines, type Nginx } from '../support/nginx.js';
 
@@ -345,6 +345,11 @@ describe('measured with the shipped worker settings (packages/config defaults)',
     const elsewhereMs = again.time - t0;
     console.log(`# measured: worker SIGTERM with a running step → exit ${exitMs} ms; → the step running on the other worker ${elsewhereMs} ms (SHUTDOWN_GRACE_MS ${shipped.shutdownGraceMs})`);
     assert.ok(again.reruns >= 1, 'the task record counts the re-run');
+    // Issue 9 §6: the re-run is visible to the tool (ctx.attempt, logged) and to the client.
+    const startedLine = other.logs.find((l) => l.msg === 'step.started' && l.taskId === taskId && Date.parse(String(l.time)) >= t0);
+    assert.equal(startedLine?.attempt, 2, JSON.stringify(startedLine));
+    const seen = await getTask(c!.urls[0]!, taskId);
+    assert.equal(seen.body.result?.statusMessage, 'Restarted after its worker stopped (attempt 2)', JSON.stringify(seen.body));
     assert.ok(exitMs >= shipped.shutdownGraceMs - 500, `the step had its grace period (${exitMs} ms)`);
     assert.ok(exitMs < shipped.shutdownGraceMs + 7000, `exit within the grace, the 5 s release wait and the Redis quit (${exitMs} ms)`);
     assert.ok(elsewhereMs < exitMs + 2000, `released, so another worker starts it at once (${elsewhereMs} ms)`);

@@ -261,6 +261,10 @@ describe('claimStep', () => {
       assert.deepEqual(c.inputResponses, {});
       assert.equal(c.state, undefined);
       assert.equal(c.reruns, i);
+      assert.equal(c.attempt, i + 1, 'issue 9 §6: ctx.attempt counts the runs of the step');
+      const seen = await mustGet(rec.taskId);
+      if (i === 0) assert.doesNotMatch(seen.statusMessage ?? '', /Restarted/, 'a first run says nothing of restarts');
+      else assert.equal(seen.statusMessage, `Restarted after its worker stopped (attempt ${i + 1})`, 'issue 9 §6: the client sees the re-run');
     }
     for (let i = 1; i < fences.length; i++) assert.ok(fences[i]! > fences[i - 1]!, `fences ${fences} must increase`);
     assert.ok(fences[0]! > 0, 'the first fence is not the initial 0');
@@ -319,6 +323,7 @@ describe('claimStep', () => {
     assert.deepEqual(c.state, { topic: 'tidal energy', n: 1 });
     assert.deepEqual(c.inputResponses, { 'audience-1': answer });
     assert.equal(c.reruns, 0, 'claiming a new step is not a rerun');
+    assert.equal(c.attempt, 1, 'the first run of step 2');
   });
 });
 

@@ -55,7 +55,10 @@ export interface ThrowawayRedis {
   port: number;
   proc: ChildProcess;
   stop(): Promise<void>;
-  /** Restarts on the same port (data is lost: no persistence). */
+  /**
+   * Starts it again on the same port and directory, after stopping it if it runs: data is lost
+   * unless `extraArgs` turned persistence on (`--appendonly yes`: the AOF is replayed).
+   */
   restart(): Promise<void>;
 }
 
@@ -86,7 +89,8 @@ export async function startRedis(extraArgs: string[] = []): Promise<ThrowawayRed
     port,
     proc: await launch(),
     async stop() {
-      if (r.proc.exitCode === null) {
+      // A killed server has a signalCode and no exitCode: it is stopped too (restart after stop).
+      if (r.proc.exitCode === null && r.proc.signalCode === null) {
         r.proc.kill('SIGKILL');
         await new Promise((res) => r.proc.once('exit', res));
       }

@@ -41,6 +41,7 @@ const VARIABLES = [
   'WORKER_CONCURRENCY',
   'TOOL_QUEUE_SHARDS',
   'WORKER_LOCK_DURATION_MS',
+  'WORKER_LOCK_RENEW_MS',
   'WORKER_STALLED_INTERVAL_MS',
   'WORKER_MAX_STALLED_COUNT',
   'SHUTDOWN_GRACE_MS',
@@ -114,7 +115,8 @@ describe('loadConfig defaults', () => {
     assert.equal(c.requestState.ttlSeconds, 600);
     assert.deepEqual(c.worker, {
       concurrency: 50,
-      lockDurationMs: 15_000,
+      lockDurationMs: 20_000,
+      lockRenewMs: 1000,
       stalledIntervalMs: 5000,
       maxStalledCount: 2,
       shutdownGraceMs: 10_000,

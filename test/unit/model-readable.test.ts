@@ -101,6 +101,7 @@ function fakeCtx(mode: ToolContext['mode'], step: number, state: unknown, inputR
     signal: new AbortController().signal,
     mode,
     step,
+    attempt: 1,
     taskId: '6f1c2d4e-8a9b-4c3d-9e8f-0a1b2c3d4e5f',
     inputResponses,
     state,

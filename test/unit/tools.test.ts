@@ -27,6 +27,7 @@ function fakeCtx(over: Partial<ToolContext> = {}): { ctx: ToolContext; calls: Ca
     signal: new AbortController().signal,
     mode: 'task',
     step: 1,
+    attempt: 1,
     taskId: '6f1c2d4e-8a9b-4c3d-9e8f-0a1b2c3d4e5f',
     inputResponses: {},
     state: undefined,

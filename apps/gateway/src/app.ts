@@ -103,7 +103,8 @@ export async function buildApp(deps: AppDeps): Promise<GatewayApp> {
   if (metadata) await app.register(protectedResourceMetadataRoutes, metadata);
 
   const shutdown = new AbortController();
-  const codec = createRequestStateRing<Continuation>({ keys: config.requestState.keys, ttlSeconds: config.requestState.ttlSeconds });
+  // Continuations expire by Redis time, like the tasks (case N-11): `store.clock`.
+  const codec = createRequestStateRing<Continuation>({ keys: config.requestState.keys, ttlSeconds: config.requestState.ttlSeconds, now: () => deps.store.clock.now() });
   const gw: Gateway = { ...deps, codec, shutdown: shutdown.signal };
   const limits = await registerLimits(app, redis, config);
   const auth = authHooks(await createAuthenticator(config.auth), log, config.auth.publicUrl ? protectedResourceMetadataUrl(config.auth.publicUrl) : undefined);

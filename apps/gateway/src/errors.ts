@@ -104,3 +104,36 @@ export function echoableId(body: unknown): string | number | null {
 export function unexpectedFailure(what: string, errorId: string): ProtocolError {
   return new ProtocolError(ErrorCode.InternalError, `${what} failed unexpectedly (error id ${errorId})`, { errorId });
 }
+
+/** Names ioredis gives its own errors (redis-errors' ReplyError and friends, ioredis' MaxRetriesPerRequestError). */
+const STORE_ERROR_NAMES = new Set(['ReplyError', 'RedisError', 'ParserError', 'AbortError', 'InterruptError', 'MaxRetriesPerRequestError', 'ClusterAllFailedError']);
+/** Messages ioredis and Node's socket layer use when Redis is away, slow or refusing. */
+const STORE_ERROR_TEXT = /Connection is closed|Stream isn't writeable|enableOfflineQueue|Command timed out|Reached the max retries|ECONNREFUSED|ECONNRESET|EPIPE|ETIMEDOUT|EHOSTUNREACH|^(OOM|LOADING|READONLY|MASTERDOWN|CLUSTERDOWN|TRYAGAIN|BUSY|NOSCRIPT|MOVED|ASK|CROSSSLOT|MISCONF|NOAUTH|WRONGPASS)\b/;
+
+/** Whether `e` is a failure of Redis (unreachable, timed out, or a command Redis refused), not of this service's logic. */
+export function isStoreError(e: unknown): boolean {
+  if (!(e instanceof Error)) return false;
+  return STORE_ERROR_NAMES.has(e.name) || STORE_ERROR_TEXT.test(e.message);
+}
+
+/**
+ * What a client may see of an error a handler threw (issue 9 §6, D10): a ProtocolError as it
+ * is (its message is ours); a Redis failure as `-32603` "Task store unavailable; retry later";
+ * anything else as `-32603` "Internal error (error id …)". Redis' own text ("OOM command not
+ * allowed", "Connection is closed.", key names) and stacks never reach a response: the log
+ * gets them, under `errorId` for the unexpected ones.
+ * @param what the method, for the log line
+ */
+export function clientErrorOf(e: unknown, log: { warn(o: object, m: string): void; error(o: object, m: string): void }, what: string, newId: () => string): ProtocolError {
+  if (e instanceof ProtocolError) return e;
+  const coded = e as { code?: unknown; message?: unknown; data?: unknown };
+  // An error of this service's own with a JSON-RPC code (its message is ours too).
+  if (Number.isSafeInteger(coded?.code) && typeof coded.message === 'string' && !isStoreError(e)) return new ProtocolError(coded.code as number, coded.message, coded.data);
+  if (isStoreError(e)) {
+    log.warn({ err: (e as Error).message, method: what }, 'store.unavailable');
+    return storeUnavailable();
+  }
+  const errorId = newId();
+  log.error({ err: e, method: what, errorId }, 'request.failed');
+  return new ProtocolError(ErrorCode.InternalError, `Internal error (error id ${errorId})`, { errorId });
+}

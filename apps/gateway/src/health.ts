@@ -31,7 +31,11 @@ export function registerHealth(app: FastifyInstance, { redis, redisHealth, drain
     try {
       if (draining()) throw new Error('draining');
       if (!redisHealth.ok) throw new Error(`redis ${redis.status === 'ready' ? 'not answering' : redis.status}`);
-      await pingAll(redis); // every master of a Cluster (case N-10)
+      // every master of a Cluster (case N-10); Redis' own error text ("Connection is closed." …)
+      // stays in the logs (issue 9 §6).
+      await pingAll(redis).catch(() => {
+        throw new Error('redis not answering');
+      });
       const evicting = await eviction?.check();
       if (evicting) throw new Error(evicting);
       const workers = workersAlive ? await workersAlive().catch(() => undefined) : undefined;

@@ -26,10 +26,11 @@
  * `{"jsonrpc":"2.0","id":…,"error":{…}}`, HTTP 200, but 400 for `-32021` (T-05).
  */
 import type { FastifyReply } from 'fastify';
+import { newErrorId } from '@mcp-tasks/observability';
 import { toCreateTaskResult } from '@mcp-tasks/task-store';
 import type { Classification, McpBody } from './classify.js';
 import { SERVER_INFO, type Exchange, type Gateway } from './context.js';
-import { ErrorCode } from './errors.js';
+import { clientErrorOf, ErrorCode, isStoreError } from './errors.js';
 import { partitionInputResponses } from './answers.js';
 import { cancelTask, gateTasks, getTask, updateTask } from './tasks-methods.js';
 import { startTask } from './task-create.js';
@@ -105,11 +106,16 @@ export async function serveHot(gw: Gateway, c: Classification, body: McpBody, ex
       }
     }
   } catch (e) {
-    const err = e as { code?: unknown; message?: string; data?: unknown };
-    const code = Number.isSafeInteger(err.code) ? (err.code as number) : ErrorCode.InternalError;
-    if (!Number.isSafeInteger(err.code)) gw.log.error({ err: e, method: c.method }, 'hot_path.failed');
-    const error = { code, message: err.message ?? 'Internal error', ...(err.data !== undefined ? { data: err.data } : {}) };
-    const status = code === ErrorCode.MissingRequiredClientCapability ? 400 : 200;
+    // Never Redis' own text in a response (issue 9 §6): a Redis failure is "Task store
+    // unavailable" with 503 + Retry-After, like the route's answer while Redis is known away.
+    const err = clientErrorOf(e, gw.log, c.method ?? 'unknown', newErrorId);
+    const error = { code: err.code, message: err.message, ...(err.data !== undefined ? { data: err.data } : {}) };
+    if (isStoreError(e)) {
+      reply.header('retry-after', '5');
+      send(reply, 503, { jsonrpc: '2.0', id, error });
+      return;
+    }
+    const status = err.code === ErrorCode.MissingRequiredClientCapability ? 400 : 200;
     send(reply, status, { jsonrpc: '2.0', id, error });
     return;
   }

@@ -15,7 +15,7 @@
 import { authStartupWarnings, ConfigError, handleEntryArgs, loadConfig, startupSummary } from '@mcp-tasks/config';
 import { createGatewayMetrics, createLogger, startOpsServer, startTracing } from '@mcp-tasks/observability';
 import { TaskStore } from '@mcp-tasks/task-store';
-import { connectOrExplain, createRedis, evictionPolicy, JobQueues, queueDepthAll, TaskEvents, watchRedis, WorkerPresence, WebhookOutbox } from '@mcp-tasks/jobs';
+import { connectOrExplain, createRedis, evictionPolicy, JobQueues, queueDepthAll, RedisClock, TaskEvents, watchRedis, WorkerPresence, WebhookOutbox } from '@mcp-tasks/jobs';
 import { createPromptRegistry, createRegistry, createResourceRegistry, loadToolModules } from '@mcp-tasks/tools';
 import { taskStatusTool } from './task-status.js';
 import { buildApp } from './app.js';
@@ -74,7 +74,10 @@ async function main() {
     console.error(`gateway: ${(e as Error).message}`);
     process.exit(1);
   }
-  const store = new TaskStore(redis, config.keyPrefix);
+  // Redis time for every timestamp and expiry (case N-11): a replica's own clock never counts.
+  const clock = new RedisClock(redis);
+  await clock.start();
+  const store = new TaskStore(redis, config.keyPrefix, clock);
   const presence = new WorkerPresence(redis, config.keyPrefix);
   // Assigned below; the queue's error handler and the gauges need it first.
   let queues: JobQueues;
@@ -182,6 +185,8 @@ async function main() {
       workers: presence.alive,
       webhooks: config.webhooks.enabled,
       admin: admin?.url,
+      // Redis' clock minus this host's: what case N-11 protects against, for operators to see.
+      redisClockSkewMs: clock.skewMs,
     },
     'gateway.ready',
   );
@@ -210,6 +215,7 @@ async function main() {
     presence.stop();
     workerTools.stop();
     await Promise.allSettled([ops?.close(), tracing.shutdown()]);
+    clock.stop();
     await Promise.allSettled([queues.close(), webhooks.close(), sub.quit(), redis.quit()]);
     log.info('gateway.stopped');
     // Lines are written asynchronously (createLogger): the last ones go out before the exit.

@@ -141,7 +141,7 @@ export function createMcpRoute(gw: Gateway, redisHealth: RedisHealth, limits: Li
           let reservation: Exchange['reservation'];
           if (startsWork) {
             const taskId = newTaskId();
-            const now = Date.now();
+            const now = gw.store.clock.now();
             const max = config.maxOutstandingTasks;
             const [refused, r] = await Promise.all([
               limits.creation(req, principal),

@@ -12,9 +12,10 @@
  * - Binding (M-06): `pb` is HMAC-SHA256(key, "mcp.requestState.principal\0" + principal), first
  *   16 bytes, base64url: the raw principal is never in the state, and a tag cannot be checked
  *   against a guessed principal without the key. `verify` recomputes it for the caller's principal.
- * - Expiry: `exp` = now + `ttlSeconds`, checked against the injectable clock (no tolerance: the
- *   same ring and clock mint and verify). `now` is injectable so every replica can use one clock
- *   (Redis `TIME`) instead of its own.
+ * - Expiry: `exp` = now + `ttlSeconds`, checked against the injectable clock (no extra leeway:
+ *   the same ring and clock mint and verify). The gateway passes Redis time (`RedisClock`,
+ *   packages/jobs clock.ts), so every replica checks against one clock, within its 1 s
+ *   tolerance, whatever its own clock says (case N-11).
  * - Single use (M-07): `jti` is a random nonce returned by `verify` as `nonce`; the caller spends
  *   it (e.g. Redis `SET NX` with an expiry >= the ttl). This module keeps no state.
  * - The state is signed, not encrypted: the client can read `p`. Never put a secret in it.

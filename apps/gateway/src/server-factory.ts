@@ -17,7 +17,8 @@ import { Server, type McpServerFactory, type ServerCapabilities, type ServerCont
 import { z } from 'zod';
 import type { Era } from './classify.js';
 import { exchangeOf, SERVER_INFO, type Call, type Exchange, type Gateway } from './context.js';
-import { TASKS_EXTENSION } from './errors.js';
+import { newErrorId } from '@mcp-tasks/observability';
+import { clientErrorOf, TASKS_EXTENSION } from './errors.js';
 import { registerCompletions } from './completions.js';
 import { registerPrompts } from './prompts.js';
 import { registerResources } from './resources.js';
@@ -52,6 +53,14 @@ export function createServerFactory(gw: Gateway): McpServerFactory {
     ...(gw.resources.size ? { resources: {} } : {}),
     ...(completes ? { completions: {} } : {}),
   };
+  /** Runs a handler; what it throws reaches the client only as `clientErrorOf` allows (no Redis text, issue 9 §6). */
+  const guard = async <T>(method: string, fn: () => Promise<T>): Promise<T> => {
+    try {
+      return await fn();
+    } catch (e) {
+      throw clientErrorOf(e, gw.log, method, newErrorId);
+    }
+  };
   return ({ era }) => {
     const server = new Server(SERVER_INFO, {
       capabilities: {
@@ -68,27 +77,33 @@ export function createServerFactory(gw: Gateway): McpServerFactory {
 
     server.setRequestHandler('tools/list', async () => ({ tools: gw.registry.list() as never }));
 
-    server.setRequestHandler('tools/call', async (request, ctx) => {
-      return (await toolsCall(gw, callOf(era, ctx), request.params as { name: string; arguments?: Record<string, unknown> })) as never;
-    });
+    server.setRequestHandler('tools/call', async (request, ctx) =>
+      guard('tools/call', async () => (await toolsCall(gw, callOf(era, ctx), request.params as { name: string; arguments?: Record<string, unknown> })) as never),
+    );
 
-    server.setRequestHandler('tasks/get', { params: TaskIdParams }, async (params, ctx) => {
-      const call = callOf(era, ctx);
-      gateTasks(era, call.declaresTasks, 'tasks/get');
-      return (await getTask(gw, call.principal, params.taskId)) as never;
-    });
+    server.setRequestHandler('tasks/get', { params: TaskIdParams }, async (params, ctx) =>
+      guard('tasks/get', async () => {
+        const call = callOf(era, ctx);
+        gateTasks(era, call.declaresTasks, 'tasks/get');
+        return (await getTask(gw, call.principal, params.taskId)) as never;
+      }),
+    );
 
-    server.setRequestHandler('tasks/update', { params: TaskIdParams }, async (params, ctx) => {
-      const call = callOf(era, ctx);
-      gateTasks(era, call.declaresTasks, 'tasks/update');
-      return updateTask(gw, call.principal, params.taskId, call.exchange.rawInputResponses, ctx.mcpReq.droppedInputResponseKeys ?? []);
-    });
+    server.setRequestHandler('tasks/update', { params: TaskIdParams }, async (params, ctx) =>
+      guard('tasks/update', async () => {
+        const call = callOf(era, ctx);
+        gateTasks(era, call.declaresTasks, 'tasks/update');
+        return updateTask(gw, call.principal, params.taskId, call.exchange.rawInputResponses, ctx.mcpReq.droppedInputResponseKeys ?? []);
+      }),
+    );
 
-    server.setRequestHandler('tasks/cancel', { params: TaskIdParams }, async (params, ctx) => {
-      const call = callOf(era, ctx);
-      gateTasks(era, call.declaresTasks, 'tasks/cancel');
-      return cancelTask(gw, call.principal, params.taskId);
-    });
+    server.setRequestHandler('tasks/cancel', { params: TaskIdParams }, async (params, ctx) =>
+      guard('tasks/cancel', async () => {
+        const call = callOf(era, ctx);
+        gateTasks(era, call.declaresTasks, 'tasks/cancel');
+        return cancelTask(gw, call.principal, params.taskId);
+      }),
+    );
 
     return server;
   };

@@ -11,9 +11,14 @@
  *    (C-01);
  *  - input: MRTR `input_required` with a `sync` continuation; the retry answers the task and
  *    waits again (`resumeSync`);
- *  - budget / shutdown: the call is handed off (handoff.ts).
+ *  - budget / shutdown: the call is handed off (handoff.ts);
+ *  - Redis away (issue 9 §6): the call stays held (stream, keep-alives, progress heartbeats),
+ *    its reads are retried every 250 ms and at once on reconnect, its hold is renewed as soon
+ *    as Redis answers again; only an outage that outlasts the budget ends it with `-32603`
+ *    "Task store unavailable".
  */
 import { inputRequired as sdkInputRequired, ProtocolError } from '@modelcontextprotocol/server';
+import { readyWaiter } from '@mcp-tasks/jobs';
 import type { TaskRecord } from '@mcp-tasks/task-store';
 import type { ToolDefinition } from '@mcp-tasks/tools';
 import type { Call, Gateway } from './context.js';
@@ -23,6 +28,9 @@ import { digest } from './mrtr.js';
 import { ProgressRelay, progressTokenOf } from './progress.js';
 import { answerTask } from './tasks-methods.js';
 
+/** While Redis is away, a held call re-reads its task this often (ms), or as soon as Redis is back. */
+const STORE_RETRY_MS = 250;
+
 /** Budget of a synchronous call of `tool` (ms): per-tool override, the tool's own, the default. */
 export const budgetOf = (gw: Gateway, tool: ToolDefinition) => gw.config.sync.budgetMsByTool[tool.name] ?? tool.syncBudgetMs ?? gw.config.sync.budgetMs;
 
@@ -31,7 +39,8 @@ export const budgetOf = (gw: Gateway, tool: ToolDefinition) => gw.config.sync.bu
  * @param fromId progress stream id to relay after (`'0'` for a new call; the last id before
  * the answers were applied, for an MRTR retry).
  * @returns the tool's CallToolResult, MRTR `input_required`, or the hand-off result.
- * @throws the task's JSON-RPC error when it failed; `-32603` when Redis is unreachable.
+ * @throws the task's JSON-RPC error when it failed; `-32603` when Redis is still unreachable
+ * when the budget runs out.
  */
 export async function waitSync(gw: Gateway, call: Call, taskId: string, tool: ToolDefinition, args: unknown, fromId = '0') {
   const { config, store, events, log } = gw;
@@ -61,11 +70,15 @@ export async function waitSync(gw: Gateway, call: Call, taskId: string, tool: To
   const renewEvery = Math.max(500, Math.floor(config.worker.syncHolderTimeoutMs / 3));
   let renewedAt = Date.now();
   let holding = (await store.renewHolder(taskId, 1).catch(() => -1)) > 0;
+  // Redis away (issue 9 §6): reads are retried until the budget runs out, the stream stays open
+  // (SSE keep-alives, progress heartbeats), and the hold is renewed at once when Redis is back.
+  const reconnect = readyWaiter(store.redis);
+  let unavailableSince: number | undefined;
   try {
     for (;;) {
-      if (Date.now() - renewedAt >= renewEvery) {
-        renewedAt = Date.now();
-        await store.renewHolder(taskId, 0).catch(() => -1);
+      if (unavailableSince !== undefined || Date.now() - renewedAt >= renewEvery) {
+        // A renewal that failed (Redis away) is tried again on the next turn, not a period later.
+        if ((await store.renewHolder(taskId, 0).then(() => true, () => false))) renewedAt = Date.now();
       }
       if (signal.aborted) {
         relay.close();
@@ -85,8 +98,24 @@ export async function waitSync(gw: Gateway, call: Call, taskId: string, tool: To
       try {
         rec = await store.get(taskId);
       } catch (e) {
-        log.warn({ taskId, err: (e as Error).message }, 'sync.store_unavailable');
-        throw storeUnavailable();
+        // Redis away: keep the call, retry until its budget is spent (the client only ever sees
+        // "Task store unavailable", never Redis' own error text).
+        const now = Date.now();
+        if (unavailableSince === undefined) {
+          unavailableSince = now;
+          log.warn({ taskId, err: (e as Error).message }, 'sync.store_unavailable');
+        }
+        if (now >= deadline) {
+          log.warn({ taskId, unavailableMs: now - unavailableSince }, 'sync.store_unavailable_past_budget');
+          throw storeUnavailable();
+        }
+        await relay.heartbeat().catch(() => false);
+        await reconnect.wait(Math.min(STORE_RETRY_MS, relay.heartbeatDueIn(), deadline - now), wake);
+        continue;
+      }
+      if (unavailableSince !== undefined) {
+        log.info({ taskId, unavailableMs: Date.now() - unavailableSince }, 'sync.store_back');
+        unavailableSince = undefined;
       }
       if (!rec) throw new ProtocolError(ErrorCode.InternalError, 'The task record expired before the tool finished');
       if (rec.status !== 'working') {

@@ -84,7 +84,7 @@ async function slotFor(gw: Gateway, call: Creator, now: number): Promise<{ taskI
  */
 export async function startTask(gw: Gateway, call: Creator, tool: ToolDefinition, args: unknown, mode: TaskMode): Promise<TaskRecord> {
   const { config, store, queues, log } = gw;
-  const now = Date.now();
+  const now = store.clock.now();
   const { taskId, priority } = await slotFor(gw, call, now);
   const trace = carrierOf(call.exchange.span);
   call.exchange.span?.setAttribute('mcp.task.id', taskId);

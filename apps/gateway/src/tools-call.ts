@@ -32,6 +32,7 @@ function inlineContext(gw: Gateway, call: Call, tool: string, step: number, stat
     signal,
     mode: 'inline',
     step,
+    attempt: 1,
     state,
     inputResponses: responses as Record<string, InputResponse>,
     clientCapabilities: call.caps,

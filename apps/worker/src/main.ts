@@ -27,6 +27,7 @@ import {
   evictionPolicy,
   JobQueues,
   queueDepthAll,
+  RedisClock,
   startHeartbeat,
   WorkerPresence,
   JOB_INPUT_TIMEOUT,
@@ -42,6 +43,7 @@ import {
 import { createRegistry, loadToolModules } from '@mcp-tasks/tools';
 import { createStepProcessor } from './processor.js';
 import { reconcileOnce } from './reconcile.js';
+import { watchContinuity } from './redis-continuity.js';
 import { createStepObserver } from './step-observer.js';
 import { startWebhookWorker } from './webhook-worker.js';
 
@@ -89,7 +91,13 @@ async function main() {
     console.error(`worker: ${(e as Error).message}`);
     process.exit(1);
   }
-  const store = new TaskStore(redis, config.keyPrefix);
+  // Redis time for every timestamp and expiry (case N-11): this process' own clock never counts.
+  const clock = new RedisClock(redis);
+  await clock.start();
+  const store = new TaskStore(redis, config.keyPrefix, clock);
+  // Redis outages as this worker sees them: the reconciler's orphan check waits out one hold
+  // period after one (issue 9 §6).
+  const continuity = watchContinuity(redis);
   const presence = new WorkerPresence(redis, config.keyPrefix);
   let queues: JobQueues; // assigned below; its error handler and the gauges need the metrics first
   const metrics = createWorkerMetrics(config.worker.concurrency, { queueDepth: () => queueDepthAll(queues.toolShards), workersAlive: () => presence.count() });
@@ -136,6 +144,9 @@ async function main() {
     prefix: bullPrefix(config.keyPrefix),
     concurrency: config.worker.concurrency,
     lockDuration: config.worker.lockDurationMs,
+    // Renewed often, so an outage up to lockDuration − lockRenewTime − the 2 s reconnect
+    // back-off (17 s by default) finds every lock still valid when Redis is back (issue 9 §6).
+    lockRenewTime: config.worker.lockRenewMs,
     stalledInterval: config.worker.stalledIntervalMs,
     maxStalledCount: config.worker.maxStalledCount,
   };
@@ -187,7 +198,17 @@ async function main() {
     const toolsWorker = new Worker<StepJobData>(TOOLS_QUEUE, runToolJob, { ...workerOpts, prefix: toolsPrefix(config.keyPrefix, shard), concurrency: perShard });
     toolsWorkers.push(toolsWorker);
     toolsWorker.on('error', (err) => log.warn({ err: err.message, shard }, 'worker.error'));
-    toolsWorker.on('lockRenewalFailed', (ids: string[]) => ids.forEach((id) => toolsWorker.cancelJob(id, 'lock-lost')));
+    // BullMQ emits `lockRenewalFailed` only for jobs whose lock Redis *answered* is gone or held by
+    // another token (extendLocks-1.lua): the lock is really lost, another worker may run the step,
+    // so this one stops. A renewal that could not reach Redis (an outage) is an `error` event
+    // instead: the command waits for the reconnect (maxRetriesPerRequest null) and the step goes on
+    // while its lock is still valid on the server (issue 9 §6).
+    toolsWorker.on('lockRenewalFailed', (ids: string[]) =>
+      ids.forEach((id) => {
+        log.warn({ jobId: id, shard }, 'step.lock_lost');
+        toolsWorker.cancelJob(id, 'lock-lost');
+      }),
+    );
     toolsWorker.on('failed', (job, err) => {
       // A step job that failed without writing the task (e.g. stalled too often) fails the task.
       // BullMQ's reason can name jobs and keys: the client gets an error id, the log the reason.
@@ -225,10 +246,11 @@ async function main() {
         afterMs: config.worker.reconcileAfterMs,
         inputTimeoutMs: config.task.inputTimeoutMs,
         syncHolderTimeoutMs: config.worker.syncHolderTimeoutMs,
+        continuity,
         maxTtlMs: config.task.ttlMs,
         onFinished: (tool, status, createdAt) => metrics.taskFinished(toolLabel(tool), status, createdAt),
         ...(config.webhooks.enabled ? { webhooks } : {}),
-      });
+      }, clock.now());
       if (counts.failed || counts.requeued || counts.cancelled) log.info(counts, 'reconcile.done');
       return counts;
     },
@@ -299,6 +321,7 @@ async function main() {
       http: ops ? `http://${http!.host}:${ops.port}` : 'off',
       tracing: tracing.enabled,
       webhooks: config.webhooks.enabled,
+      redisClockSkewMs: clock.skewMs,
     },
     'worker.ready',
   );
@@ -318,6 +341,8 @@ async function main() {
       for (const w of toolsWorkers) w.cancelAllJobs('shutdown');
       await Promise.race([closing, timer(5000)]);
     }
+    continuity.stop();
+    clock.stop();
     await Promise.allSettled([ops?.close(), tracing.shutdown()]);
     await Promise.allSettled([queues.close(), webhooks.close(), sub.quit(), redis.quit(), connection.quit()]);
     log.info('worker.stopped');

@@ -118,7 +118,9 @@ export function createStepProcessor(deps: ProcessorDeps) {
       await ended(store.fail(taskId, { fence }, { code: -32603, message, data: { reason: 'tool_not_on_worker', tool: claim.tool } }, 'Tool not available on the worker'));
       return 'failed';
     }
-    jobLog.info({ tool: tool.name, reruns: claim.reruns }, 'step.started');
+    // attempt > 1: a re-run of this step (its worker stopped or lost the lock); the claim also
+    // set the task's statusMessage to say so (issue 9 §6).
+    jobLog.info({ tool: tool.name, reruns: claim.reruns, attempt: claim.attempt }, 'step.started');
 
     // The tool's signal: aborted by the job's signal (cancel / shutdown / lock lost).
     const ac = new AbortController();
@@ -173,6 +175,7 @@ export function createStepProcessor(deps: ProcessorDeps) {
       signal: ac.signal,
       mode: claim.mode,
       step,
+      attempt: claim.attempt,
       taskId,
       inputResponses: fromWireKeys(claim.inputResponses, step - 1),
       state: claim.state,

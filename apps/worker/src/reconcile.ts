@@ -6,7 +6,8 @@
  *    otherwise → `failed` ("job lost");
  *  - a `working` task whose step job ended (completed/failed) without a task write → `failed`;
  *  - an `input_required` task whose input-timeout job was lost → `failed` after the timeout;
- *  - a synchronous call whose gateway stopped renewing its hold (killed) → cancelled (C-01);
+ *  - a synchronous call whose gateway stopped renewing its hold (killed) → cancelled (C-01),
+ *    but not within one hold period after a Redis outage (nobody could renew then; issue 9 §6);
  *  - terminal or expired tasks → dropped from the index, after the completion webhook of a
  *    terminal one is enqueued if its process died before doing so (issue 11 §5).
  * Tasks that reported progress recently are not checked (they are alive).
@@ -32,6 +33,11 @@ export interface ReconcileDeps {
   batch?: number;
   /** Hears every task this pass ended (metrics: `mcp_tasks_finished_total`). */
   onFinished?: (tool: string, status: FinishedStatus, createdAt: number) => void;
+  /**
+   * How long Redis has been reachable without a break (redis-continuity.ts): the orphan check
+   * waits until that is a whole SYNC_HOLDER_TIMEOUT_MS. Absent = always.
+   */
+  continuity?: { unbrokenForMs(): number };
   /** Enqueues a terminal task's completion webhook when nobody did (issue 11 §5). */
   webhooks?: Pick<WebhookOutbox, 'enqueueRecord'>;
 }
@@ -66,6 +72,14 @@ export async function reconcileOnce(deps: ReconcileDeps, now = Date.now()) {
       continue;
     }
     if (rec.mode === 'sync' && rec.status === 'working' && rec.holderAt !== undefined && now - rec.holderAt > deps.syncHolderTimeoutMs) {
+      // Redis was away lately: no holder could renew then. Live holders renew as soon as it is
+      // back; give them one lease period before calling the call an orphan (issue 9 §6).
+      const unbroken = deps.continuity?.unbrokenForMs() ?? Infinity;
+      if (unbroken < deps.syncHolderTimeoutMs) {
+        log.info({ taskId, redisBackForMs: Math.round(unbroken) }, 'reconcile.sync_orphan_deferred');
+        await later(taskId, now + deps.syncHolderTimeoutMs - unbroken);
+        continue;
+      }
       // Nobody holds this synchronous call any more (its gateway died): its client's stream
       // is closed, which cancels the request (C-01).
       const r = await store.requestCancel(taskId, 'Cancelled: the request that started it is gone');

@@ -79,8 +79,17 @@ const schema = z.object({
    * worker. Max 64.
    */
   TOOL_QUEUE_SHARDS: z.coerce.number().int().min(1).max(64).default(1),
-  /** BullMQ lock duration and stall check interval (bullmq-notes §4). */
-  WORKER_LOCK_DURATION_MS: intMs(15_000, 1000),
+  /**
+   * BullMQ job lock duration (bullmq-notes §4). A worker renews its locks every
+   * WORKER_LOCK_RENEW_MS, so a Redis outage shorter than lock duration − renew interval − the
+   * reconnect back-off (2 s) keeps every lock and restarts no running step: 17 s with the
+   * defaults (issue 9 §6). A killed worker's step restarts elsewhere after about lock duration +
+   * WORKER_STALLED_INTERVAL_MS. Default 20 s.
+   */
+  WORKER_LOCK_DURATION_MS: intMs(20_000, 1000),
+  /** How often a worker renews its job locks (BullMQ `lockRenewTime`); must be below WORKER_LOCK_DURATION_MS. Default 1 s. */
+  WORKER_LOCK_RENEW_MS: intMs(1000, 100),
+  /** How often BullMQ looks for stalled jobs (those whose lock expired). */
   WORKER_STALLED_INTERVAL_MS: intMs(5000, 500),
   WORKER_MAX_STALLED_COUNT: z.coerce.number().int().min(0).default(2),
   /** Grace period on SIGTERM before active jobs are released back to the queue. */
@@ -219,7 +228,10 @@ export interface Config {
   auth: AuthConfig;
   worker: {
     concurrency: number;
+    /** BullMQ lock duration (ms); outage bound = this − lockRenewMs − 2 s (17 s by default, issue 9 §6). */
     lockDurationMs: number;
+    /** BullMQ `lockRenewTime` (ms). */
+    lockRenewMs: number;
     stalledIntervalMs: number;
     maxStalledCount: number;
     shutdownGraceMs: number;
@@ -306,6 +318,9 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, o: { role?: 'ga
     throw new ConfigError(`invalid configuration: ${issue.path.join('.')}: ${issue.message}`);
   }
   const e = parsed.data;
+  if (e.WORKER_LOCK_RENEW_MS >= e.WORKER_LOCK_DURATION_MS) {
+    throw new ConfigError('invalid configuration: WORKER_LOCK_RENEW_MS: must be below WORKER_LOCK_DURATION_MS (locks would expire between renewals)');
+  }
   const production = e.NODE_ENV.toLowerCase() === 'production';
   if (production && e.MCP_TOOLSETS.includes('testing')) {
     throw new ConfigError('invalid configuration: MCP_TOOLSETS: the testing tool set cannot be enabled when NODE_ENV=production');
@@ -336,6 +351,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, o: { role?: 'ga
     worker: {
       concurrency: e.WORKER_CONCURRENCY,
       lockDurationMs: e.WORKER_LOCK_DURATION_MS,
+      lockRenewMs: e.WORKER_LOCK_RENEW_MS,
       stalledIntervalMs: e.WORKER_STALLED_INTERVAL_MS,
       maxStalledCount: e.WORKER_MAX_STALLED_COUNT,
       shutdownGraceMs: e.SHUTDOWN_GRACE_MS,

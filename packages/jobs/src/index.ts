@@ -18,6 +18,7 @@ import type { RedisClient } from './redis.js';
 import { stepJobId } from '@mcp-tasks/task-store';
 
 export * from './redis.js';
+export * from './clock.js';
 export { TaskEvents, type ChannelWatch } from './events.js';
 export { WorkerPresence, newWorkerId, startHeartbeat, type Heartbeat } from './presence.js';
 export { queueDepth, queueDepthAll, type QueueDepth } from './queue-depth.js';

@@ -227,3 +227,35 @@ export function watchRedis(redis: RedisClient, everyMs = 1000, timeoutMs = 1000)
 export async function pingAll(redis: RedisClient): Promise<void> {
   await Promise.all(masters(redis).map((n) => n.ping()));
 }
+/**
+ * Waits for a connection to come back (issue 9 §6): `wait(ms)` resolves on the client's next
+ * `ready` event (a reconnect finished) or after `ms`, whichever is first. One `ready` listener
+ * per client however many callers wait, so a gateway holding many synchronous calls through an
+ * outage adds one listener, not one per call.
+ */
+export function readyWaiter(redis: RedisClient): { wait(ms: number, signal?: AbortSignal): Promise<void> } {
+  const existing = waiters.get(redis);
+  if (existing) return existing;
+  const pending = new Set<() => void>();
+  redis.on('ready', () => {
+    for (const wake of [...pending]) wake();
+  });
+  const w = {
+    wait(ms: number, signal?: AbortSignal): Promise<void> {
+      return new Promise<void>((resolve) => {
+        const done = () => {
+          clearTimeout(timer);
+          pending.delete(done);
+          signal?.removeEventListener('abort', done);
+          resolve();
+        };
+        const timer = setTimeout(done, ms);
+        pending.add(done);
+        signal?.addEventListener('abort', done, { once: true });
+      });
+    },
+  };
+  waiters.set(redis, w);
+  return w;
+}
+const waiters = new WeakMap<RedisClient, ReturnType<typeof readyWaiter>>();

@@ -1,7 +1,7 @@
 -- claimStep: a worker starts running step ARGV[1]; takes a new fence (D3).
 -- KEYS[1] task hash
 -- ARGV[1] step, ARGV[2] job lock token, ARGV[3] now (ms), ARGV[4] notify channel
--- Returns {'ok', fence, tool, args, state, reruns, mode, caps, owner, key, response JSON, ...}
+-- Returns {'ok', fence, tool, args, state, reruns, mode, caps, owner, attempt, key, response JSON, ...}
 --      or {'gone'} | {'terminal', status, owner} | {'cancelled', owner} | {'stale', status}
 --      (the owner lets the worker release the task's outstanding slot, issue 10 §4)
 --@include common
@@ -15,10 +15,18 @@ if cur[3] == '1' then
 end
 if cur[1] ~= 'working' or cur[2] ~= ARGV[1] then return {'stale', cur[1] or ''} end
 local fence = redis.call('HINCRBY', key, 'fence', 1)
-if cur[4] == ARGV[1] then redis.call('HINCRBY', key, 'reruns', 1) end
-redis.call('HSET', key, 'claimedStep', ARGV[1], 'jobOwner', ARGV[2])
+-- The step was claimed before (its worker died, stopped or lost its lock): a re-run. `attempt`
+-- counts this step's runs (1 = first); the client sees the restart in statusMessage (issue 9 §6).
+local attempt = 1
+if cur[4] == ARGV[1] then
+  redis.call('HINCRBY', key, 'reruns', 1)
+  attempt = tonumber(redis.call('HGET', key, 'attempt') or '1') + 1
+  -- Status unchanged (still `working`): nothing published; readers see it on their next read.
+  redis.call('HSET', key, 'statusMessage', 'Restarted after its worker stopped (attempt ' .. attempt .. ')', 'lastUpdatedAt', ARGV[3])
+end
+redis.call('HSET', key, 'claimedStep', ARGV[1], 'jobOwner', ARGV[2], 'attempt', attempt)
 local info = redis.call('HMGET', key, 'tool', 'args', 'state', 'reruns', 'mode', 'caps', 'owner')
-local out = {'ok', tostring(fence), info[1] or '', info[2] or '{}', info[3] or '', info[4] or '0', info[5] or 'task', info[6] or '{}', info[7] or ''}
+local out = {'ok', tostring(fence), info[1] or '', info[2] or '{}', info[3] or '', info[4] or '0', info[5] or 'task', info[6] or '{}', info[7] or '', tostring(attempt)}
 local all = redis.call('HGETALL', key)
 for i = 1, #all, 2 do
   if string.sub(all[i], 1, 5) == 'resp:' then

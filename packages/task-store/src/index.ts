@@ -129,6 +129,8 @@ export interface StepClaim {
   args: unknown;
   state: unknown;
   reruns: number;
+  /** Runs of this step so far, this one included: 1 the first time, 2 after one restart (issue 9 §6). */
+  attempt: number;
   mode: TaskMode;
   clientCapabilities: Record<string, unknown>;
   /** The principal that created the task. */
@@ -229,9 +231,16 @@ export class TaskStore {
   private readonly scripts;
   private readonly terminalListeners: TerminalListener[] = [];
 
+  /**
+   * @param clock where "now" comes from for every timestamp and expiry this store writes or
+   * compares (createdAt, lastUpdatedAt, PEXPIREAT, holder leases, scores): the apps pass a
+   * `RedisClock` (packages/jobs clock.ts), so replicas with wrong clocks agree (case N-11);
+   * default the process clock.
+   */
   constructor(
     readonly redis: Redis | Cluster,
     readonly prefix: string,
+    readonly clock: { now(): number } = { now: () => Date.now() },
   ) {
     this.scripts = loadScripts(redis);
   }
@@ -257,7 +266,7 @@ export class TaskStore {
    * (`markWebhookQueued-1.lua`; never creates a key).
    * @returns true when written, false when the record is gone or not terminal.
    */
-  async markWebhookQueued(taskId: string, now = Date.now()): Promise<boolean> {
+  async markWebhookQueued(taskId: string, now = this.clock.now()): Promise<boolean> {
     return Number(await this.scripts.markWebhookQueued(this.key(taskId), String(now))) === 1;
   }
 
@@ -305,7 +314,7 @@ export class TaskStore {
    * counted across every gateway; a lease not renewed within `ttlMs` ends (its gateway died).
    * @returns the leases held (this one included), or -1 when refused. One script call.
    */
-  async acquireListenLease(owner: string, leaseId: string, limit: number, ttlMs: number, now = Date.now()): Promise<number> {
+  async acquireListenLease(owner: string, leaseId: string, limit: number, ttlMs: number, now = this.clock.now()): Promise<number> {
     return Number(await this.scripts.acquireLease(this.listenKey(owner), String(now), leaseId, String(limit), String(now + ttlMs)));
   }
 
@@ -320,7 +329,7 @@ export class TaskStore {
    * @returns the new record.
    * @throws when Redis fails, or when `taskId` already exists (never overwritten).
    */
-  async create(input: CreateTaskInput, taskId: string = newTaskId(), now = Date.now()): Promise<TaskRecord> {
+  async create(input: CreateTaskInput, taskId: string = newTaskId(), now = this.clock.now()): Promise<TaskRecord> {
     const fields: Record<string, string> = {
       status: 'working',
       owner: input.owner,
@@ -353,7 +362,7 @@ export class TaskStore {
    * commands, not a MULTI: neither depends on the other, and plain commands share the
    * connection's automatic pipeline with the rest of the request (a MULTI is written alone).
    */
-  async scheduleReconcile(taskId: string, afterMs: number, maxTtlMs: number, now = Date.now()): Promise<void> {
+  async scheduleReconcile(taskId: string, afterMs: number, maxTtlMs: number, now = this.clock.now()): Promise<void> {
     await Promise.all([this.redis.zadd(this.reconcileKey, now + afterMs, taskId), this.redis.pexpire(this.reconcileKey, maxTtlMs + 86_400_000)]);
   }
 
@@ -373,7 +382,7 @@ export class TaskStore {
    * `cancelled` (the claim found a cancel request and ended the task) carry the task's owner,
    * so the worker can release its outstanding slot.
    */
-  async claimStep(taskId: string, step: number, jobToken: string, now = Date.now()): Promise<
+  async claimStep(taskId: string, step: number, jobToken: string, now = this.clock.now()): Promise<
     | ({ code: 'ok' } & StepClaim)
     | { code: 'gone' }
     | { code: 'cancelled'; owner: string }
@@ -392,7 +401,7 @@ export class TaskStore {
       return { code: 'gone' };
     }
     const inputResponses: Record<string, unknown> = {};
-    for (let i = 9; i + 1 < r.length; i += 2) inputResponses[r[i]!] = JSON.parse(r[i + 1]!);
+    for (let i = 10; i + 1 < r.length; i += 2) inputResponses[r[i]!] = JSON.parse(r[i + 1]!);
     return {
       code: 'ok',
       fence: r[1]!,
@@ -400,6 +409,7 @@ export class TaskStore {
       args: JSON.parse(r[3] || '{}'),
       state: r[4] ? JSON.parse(r[4]) : undefined,
       reruns: Number(r[5] ?? 0),
+      attempt: Number(r[9] ?? 1),
       mode: (r[6] as TaskMode) ?? 'task',
       clientCapabilities: JSON.parse(r[7] || '{}'),
       owner: r[8] ?? '',
@@ -416,7 +426,7 @@ export class TaskStore {
     taskId: string,
     fence: string,
     update: { statusMessage?: string; progress?: { progress: number; total?: number }; event?: ProgressEvent },
-    now = Date.now(),
+    now = this.clock.now(),
   ): Promise<WriteOutcome & { cancelRequested?: boolean }> {
     const r = (await this.scripts.reportProgress(
       this.key(taskId),
@@ -460,7 +470,7 @@ export class TaskStore {
    * @returns `ok` (detached; `status` is its current one), `terminal` (it already ended: answer
    * the call normally), `gone` or `not_sync`.
    */
-  async detachSync(taskId: string, now = Date.now()): Promise<{ code: 'ok' | 'terminal' | 'not_sync'; status: TaskStatus } | { code: 'gone' }> {
+  async detachSync(taskId: string, now = this.clock.now()): Promise<{ code: 'ok' | 'terminal' | 'not_sync'; status: TaskStatus } | { code: 'gone' }> {
     const r = (await this.scripts.detachSync(this.key(taskId), String(now))) as Reply;
     if (r[0] === 'gone') return { code: 'gone' };
     return { code: r[0] as 'ok' | 'terminal' | 'not_sync', status: r[1] as TaskStatus };
@@ -473,7 +483,7 @@ export class TaskStore {
     inputRequests: Record<string, unknown>,
     state: unknown,
     statusMessage: string,
-    now = Date.now(),
+    now = this.clock.now(),
   ): Promise<WriteOutcome> {
     const pairs = Object.entries(inputRequests).flatMap(([k, v]) => [k, JSON.stringify(v)]);
     const r = (await this.scripts.parkForInput(
@@ -502,7 +512,7 @@ export class TaskStore {
    *          outstanding key answered), `partial` or `resumed` (the next step to enqueue).
    * @throws when `as.owner` is an empty string (a caller bug: '' means "system" to the script).
    */
-  async applyInputResponses(taskId: string, responses: Record<string, unknown>, as: ActAs = {}, now = Date.now()): Promise<ApplyOutcome> {
+  async applyInputResponses(taskId: string, responses: Record<string, unknown>, as: ActAs = {}, now = this.clock.now()): Promise<ApplyOutcome> {
     const outstanding = new Set(
       (await this.redis.hkeys(this.key(taskId))).filter((f) => f.startsWith('req:')).map((f) => f.slice(4)),
     );
@@ -525,7 +535,7 @@ export class TaskStore {
    * Fenced `working → completed`. `result` is stored as given (a CallToolResult), or as the
    * JSON text given when it is a string (the worker serializes once, to check its size).
    */
-  async complete(taskId: string, fence: string, result: Record<string, unknown> | string, statusMessage = '', now = Date.now()): Promise<WriteOutcome> {
+  async complete(taskId: string, fence: string, result: Record<string, unknown> | string, statusMessage = '', now = this.clock.now()): Promise<WriteOutcome> {
     const json = typeof result === 'string' ? result : JSON.stringify(result);
     const r = (await this.scripts.completeTask(this.key(taskId), fence, String(now), json, capStatusMessage(statusMessage), this.channel(taskId))) as Reply;
     const out = toWriteOutcome(r);
@@ -542,7 +552,7 @@ export class TaskStore {
     by: { fence: string } | { expectStatus?: TaskStatus; expectStep?: number },
     error: JsonRpcErrorObject,
     statusMessage: string,
-    now = Date.now(),
+    now = this.clock.now(),
   ): Promise<WriteOutcome> {
     const fence = 'fence' in by ? by.fence : '';
     const expectStatus = 'fence' in by ? '' : (by.expectStatus ?? '');
@@ -563,7 +573,7 @@ export class TaskStore {
   }
 
   /** Fenced `working → cancelled` (the worker saw the abort, or the tool ended the task). */
-  async markCancelled(taskId: string, fence: string, statusMessage: string, now = Date.now()): Promise<WriteOutcome> {
+  async markCancelled(taskId: string, fence: string, statusMessage: string, now = this.clock.now()): Promise<WriteOutcome> {
     const r = (await this.scripts.markCancelled(this.key(taskId), fence, String(now), capStatusMessage(statusMessage), this.channel(taskId))) as Reply;
     const out = toWriteOutcome(r);
     if (out.code === 'ok') this.ended(taskId);
@@ -578,7 +588,7 @@ export class TaskStore {
    *          slot) or `requested` (the worker running it ends it).
    * @throws when `as.owner` is an empty string.
    */
-  async requestCancel(taskId: string, statusMessage = 'Cancelled by client request', as: ActAs = {}, now = Date.now()): Promise<CancelOutcome> {
+  async requestCancel(taskId: string, statusMessage = 'Cancelled by client request', as: ActAs = {}, now = this.clock.now()): Promise<CancelOutcome> {
     const r = (await this.scripts.requestCancel(
       this.key(taskId),
       String(now),
@@ -613,7 +623,7 @@ export class TaskStore {
    * A request holding a synchronous call joins (`+1`), renews (`0`) or leaves (`-1`); see
    * `renewHolder-1.lua`. @returns holders left, or -1 when the task is gone/terminal/not sync.
    */
-  async renewHolder(taskId: string, delta: -1 | 0 | 1 = 0, now = Date.now()): Promise<number> {
+  async renewHolder(taskId: string, delta: -1 | 0 | 1 = 0, now = this.clock.now()): Promise<number> {
     return Number(await this.scripts.renewHolder(this.key(taskId), String(now), String(delta)));
   }
 
@@ -639,7 +649,7 @@ export class TaskStore {
    * @returns `{ok, count}`; `count` is the principal's outstanding tasks (this one included when
    *          `ok`): use it as the step job's priority (`JobQueues.enqueueStep`, fair share).
    */
-  async reserveOutstanding(owner: string, taskId: string, limit: number, expiresAt: number, now = Date.now()): Promise<Reservation> {
+  async reserveOutstanding(owner: string, taskId: string, limit: number, expiresAt: number, now = this.clock.now()): Promise<Reservation> {
     const keys = this.outstandingKeys(owner);
     const reserve = async () =>
       (await this.scripts.reserveOutstanding(
@@ -664,7 +674,7 @@ export class TaskStore {
    * never finished). Reads every member's status (one HGET each), so it runs only at the limit.
    * @returns how many members were dropped.
    */
-  async repairOutstanding(owner: string, now = Date.now()): Promise<number> {
+  async repairOutstanding(owner: string, now = this.clock.now()): Promise<number> {
     const keys = this.outstandingKeys(owner);
     const [members, since] = await Promise.all([
       this.redis.zrange(keys.outstanding, '0', '-1'),
@@ -696,7 +706,7 @@ export class TaskStore {
   }
 
   /** `owner`'s outstanding tasks that have not expired (the fair-share priority of a resumed step). One ZCOUNT. */
-  async outstandingCount(owner: string, now = Date.now()): Promise<number> {
+  async outstandingCount(owner: string, now = this.clock.now()): Promise<number> {
     return this.redis.zcount(this.outstandingKeys(owner).outstanding, `(${now}`, '+inf');
   }
 }

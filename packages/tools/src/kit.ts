@@ -90,6 +90,17 @@ export interface ToolContext {
   mode: 'task' | 'sync' | 'inline';
   /** 1 for the first step; + 1 after each round of input. */
   step: number;
+  /**
+   * Which run of this step this is: 1 the first time; 2, 3, … when the step is run again from
+   * the beginning because the worker running it stopped (crashed, was killed, shut down past
+   * SHUTDOWN_GRACE_MS) or lost its job lock. The client then sees "Restarted after its worker
+   * stopped (attempt N)" as the task's statusMessage. Steps are at-least-once: a tool with side
+   * effects (a payment, an e-mail, a write elsewhere) must make them idempotent, e.g. key them
+   * by `taskId` + `step` so a second run finds and reuses the first run's effect, or check on
+   * `attempt > 1` whether it already happened before doing it again. Always 1 in the gateway
+   * (`mode: 'inline'`).
+   */
+  attempt: number;
   taskId?: string;
   /** Answers to the previous `InputRequired`, by logical key. Empty on the first step. */
   inputResponses: Record<string, InputResponse>;

@@ -2,7 +2,7 @@
  * A `ToolContext` for unit tests of a tool (docs/writing-tools.md, "Test it"): call
  * `tool.run(args, t.ctx)` directly, without Redis, a gateway or a worker, and look at what the
  * tool reported. Defaults: step 1 of a task (`mode: 'task'`), no answers, no state, the client
- * declares form elicitation, `sleep` returns at once (still rejecting once cancelled).
+ * declares form elicitation, first run of the step (`attempt: 1`), `sleep` returns at once (still rejecting once cancelled).
  *
  *     const t = testContext();
  *     const out = await myTool.run(myTool.inputSchema.parse({ version: '1.0.0' }), t.ctx);
@@ -42,6 +42,7 @@ export function testContext(over: Partial<ToolContext> = {}, o: { realSleep?: bo
     signal,
     mode: 'task',
     step: 1,
+    attempt: 1,
     taskId: 'test-task-0000',
     inputResponses: {},
     state: undefined,

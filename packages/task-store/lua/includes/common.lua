@@ -2,7 +2,8 @@
 -- Task hash fields: status, owner, tool, args, mode, createdAt, lastUpdatedAt (ms),
 -- ttlMs, pollIntervalMs, step, fence, claimedStep, statusMessage, progress, pending,
 -- req:<key> (outstanding input request JSON), resp:<key> (answer JSON), used:<key>,
--- state, result, error, cancelRequested, jobOwner, reruns, webhookQueuedAt.
+-- state, result, error, cancelRequested, jobOwner, reruns, attempt (runs of the claimed step),
+-- webhookQueuedAt.
 
 -- T-44 (cases N-01, B-14): a client request acts only on a task of its own principal and of the mode
 -- its method serves (`task` for tasks/*, `sync` for a synchronous call's retry). Any other task

@@ -17,7 +17,7 @@ export const slowEcho = defineTool({
   async run({ seconds, text, quiet }, ctx) {
     if (quiet) {
       await ctx.sleep(seconds * 1000);
-      return structuredResult({ summary: `echo: ${text ?? ''}`, seconds, text: text ?? '', reruns: 0 });
+      return structuredResult({ summary: `echo: ${text ?? ''}`, seconds, text: text ?? '', attempt: ctx.attempt });
     }
     const total = seconds * 1000;
     let slept = 0;
@@ -27,7 +27,7 @@ export const slowEcho = defineTool({
       slept += slice;
       await ctx.progress(Math.round(slept / 100) / 10, seconds, `slept ${Math.round(slept / 1000)} of ${seconds} s`);
     }
-    return structuredResult({ summary: `echo: ${text ?? ''}`, seconds, text: text ?? '', reruns: 0 });
+    return structuredResult({ summary: `echo: ${text ?? ''}`, seconds, text: text ?? '', attempt: ctx.attempt });
   },
 });
 

@@ -1,0 +1,78 @@
+/**
+ * Whether Redis has been reachable without a break, as this worker sees it (issue 9 §6).
+ *
+ * A gateway holding a synchronous call renews its hold (`holderAt`) in Redis; while Redis is
+ * away nobody can renew, so when it comes back every hold looks lapsed. The reconciler's
+ * orphan check (reconcile.ts, C-01) asks `unbrokenForMs()` and acts only once Redis has been
+ * back for a whole lease period (SYNC_HOLDER_TIMEOUT_MS): holders that are alive have renewed
+ * by then (gateways renew at once on reconnect), so only the calls of a gateway that really
+ * died are cancelled.
+ *
+ * One PING at a time (to every master of a Cluster, case N-10), every `everyMs` (500 ms): Redis counts as away from the moment a PING has
+ * been unanswered for more than `awayAfterMs` (1 s) or the connection is down, until a PING is
+ * answered again. Durations use the monotonic clock (`performance.now()`), never the wall
+ * clock. At start Redis counts as continuously reachable (the process just reached it).
+ */
+import { performance } from 'node:perf_hooks';
+import { pingAll, type RedisClient } from '@mcp-tasks/jobs';
+
+export interface RedisContinuity {
+  /** Ms Redis has been reachable without a break (0 while it is away; Infinity since start if it never was). */
+  unbrokenForMs(): number;
+  /** True while Redis counts as away. */
+  readonly away: boolean;
+  stop(): void;
+}
+
+/** Starts watching `redis` (a connection of its own is not needed: PING shares the worker's). */
+export function watchContinuity(redis: RedisClient, o: { everyMs?: number; awayAfterMs?: number; now?: () => number } = {}): RedisContinuity {
+  const everyMs = o.everyMs ?? 500;
+  const awayAfterMs = o.awayAfterMs ?? 1000;
+  const now = o.now ?? (() => performance.now());
+  let away = false;
+  let backAt = -Infinity;
+  let pingSentAt: number | undefined;
+  const markAway = () => {
+    away = true;
+  };
+  const tick = () => {
+    if (pingSentAt !== undefined) {
+      // One PING at a time: an unanswered one is waited for, and counts against Redis.
+      if (now() - pingSentAt > awayAfterMs) markAway();
+      return;
+    }
+    if (redis.status !== 'ready') {
+      markAway();
+      return;
+    }
+    pingSentAt = now();
+    pingAll(redis).then(
+      () => {
+        const answeredAfter = now() - pingSentAt!;
+        pingSentAt = undefined;
+        if (answeredAfter > awayAfterMs) markAway();
+        if (away) {
+          away = false;
+          backAt = now();
+        }
+      },
+      () => {
+        pingSentAt = undefined;
+        markAway();
+      },
+    );
+  };
+  redis.on('close', markAway);
+  const timer = setInterval(tick, everyMs);
+  timer.unref();
+  return {
+    unbrokenForMs: () => (away ? 0 : now() - backAt),
+    get away() {
+      return away;
+    },
+    stop() {
+      clearInterval(timer);
+      redis.off('close', markAway);
+    },
+  };
+}
