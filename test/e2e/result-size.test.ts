@@ -43,7 +43,12 @@ async function longestEventField(): Promise<number> {
 
 before(async () => {
   r = await startRedis(['--maxmemory', '64mb', '--maxmemory-policy', 'noeviction']);
-  c = await startCluster({ redisUrl: r.url, gateways: 1, workers: 1 });
+  // The worker's job locks as shipped (15 s, stalled check every 5 s), not the test profile's
+  // 4 s / 2 s (there to make stall tests quick): "no lock error" is a claim about the shipped
+  // settings. 20 concurrent 5 MB results mean building, serializing and measuring 100 MB of
+  // JSON on the worker's one thread; with the whole suite run twice at once, a 4 s lock lapsed
+  // before moveToFinished ("Missing lock"), which says nothing about large results.
+  c = await startCluster({ redisUrl: r.url, gateways: 1, workers: 1, env: { WORKER_LOCK_DURATION_MS: '15000', WORKER_STALLED_INTERVAL_MS: '5000' } });
   redis = new Redis(r.url, { maxRetriesPerRequest: 1 });
 });
 
