@@ -118,7 +118,8 @@ describe('official conformance suite, --requirements 2026-07-28 (50 scenarios), 
   it('every scenario has checks and none fails, scored or not; tasks-status-notifications only as the suite skips it', { timeout: 300_000 }, async (t) => {
     const lines: string[] = [];
     // results/ is git-ignored; each scenario leaves its checks.json there, and cli.log the suite's output.
-    const out = join(ROOT, 'results', 'conformance', `e2e-${new Date().toISOString().replace(/[:.]/g, '-')}`);
+    // The pid keeps two runs in one checkout (CI runs `npm test` twice at once, issue 9 §8) apart.
+    const out = join(ROOT, 'results', 'conformance', `e2e-${new Date().toISOString().replace(/[:.]/g, '-')}-${process.pid}`);
     const r = await runRequirements({
       url: proxy.url,
       out,

@@ -12,7 +12,7 @@
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { Redis } from 'ioredis';
-import { startCluster, startRedis, type Cluster, type ThrowawayRedis } from '../support/cluster.js';
+import { startCluster, startRedis, waitFor, type Cluster, type ThrowawayRedis } from '../support/cluster.js';
 import { callTool, getTask, isTerminal, pollTask } from '../support/mcp.js';
 
 const LIMIT = 1_048_576; // MAX_RESULT_BYTES default
@@ -41,9 +41,26 @@ async function longestEventField(): Promise<number> {
   return Math.max(0, ...rows.flatMap(([, fields]) => fields.map((f) => Buffer.byteLength(f))));
 }
 
+/**
+ * The task's BullMQ job hash once BullMQ has finished the job (`finishedOn` set by
+ * moveToFinished). The worker writes the terminal task record first, so tasks/get can report
+ * the end before the job hash has its returnvalue (seen with npm test run twice at once).
+ */
+async function finishedJob(taskId: string): Promise<Record<string, string>> {
+  return waitFor(async () => {
+    const job = await redis.hgetall(jobKey(taskId));
+    return job.finishedOn ? job : undefined;
+  }, 15_000, 50, `job ${jobKey(taskId)} finished`);
+}
+
 before(async () => {
   r = await startRedis(['--maxmemory', '64mb', '--maxmemory-policy', 'noeviction']);
-  c = await startCluster({ redisUrl: r.url, gateways: 1, workers: 1 });
+  // The worker's job locks as shipped (15 s, stalled check every 5 s), not the test profile's
+  // 4 s / 2 s (there to make stall tests quick): "no lock error" is a claim about the shipped
+  // settings. 20 concurrent 5 MB results mean building, serializing and measuring 100 MB of
+  // JSON on the worker's one thread; with the whole suite run twice at once, a 4 s lock lapsed
+  // before moveToFinished ("Missing lock"), which says nothing about large results.
+  c = await startCluster({ redisUrl: r.url, gateways: 1, workers: 1, env: { WORKER_LOCK_DURATION_MS: '15000', WORKER_STALLED_INTERVAL_MS: '5000' } });
   redis = new Redis(r.url, { maxRetriesPerRequest: 1 });
 });
 
@@ -67,7 +84,7 @@ describe('N-09: a stored result is bounded by MAX_RESULT_BYTES and stored once',
       assert.ok(final.statusMessage.length <= 200);
       assert.equal(await redis.hexists(taskKey(taskId), 'result'), 0, 'no result in the record');
       assert.ok(Number(await redis.memory('USAGE', taskKey(taskId))) < 16 * 1024, 'the record stays small');
-      assert.equal(await redis.hget(jobKey(taskId), 'returnvalue'), '"failed"', 'the job returns a status word');
+      assert.equal((await finishedJob(taskId)).returnvalue, '"failed"', 'the job returns a status word');
     }
     assert.ok((await longestEventField()) < 1024, 'no event carries a result');
   });
@@ -79,7 +96,7 @@ describe('N-09: a stored result is bounded by MAX_RESULT_BYTES and stored once',
     assert.equal(final.result.content[0].text.length, bytes, 'tasks/get returns the whole result');
     const stored = await redis.hget(taskKey(taskId), 'result');
     assert.ok(stored && Buffer.byteLength(stored) <= LIMIT && Buffer.byteLength(stored) > bytes);
-    const job = await redis.hgetall(jobKey(taskId));
+    const job = await finishedJob(taskId);
     assert.equal(job.returnvalue, '"completed"');
     assert.ok(Object.values(job).every((v) => Buffer.byteLength(v) < 1024), 'no field of the job hash carries the result');
     assert.ok((await longestEventField()) < 1024, 'no event carries the result');

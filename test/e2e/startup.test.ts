@@ -11,7 +11,10 @@ function run(app: 'gateway' | 'worker', env: Record<string, string>) {
     cwd: ROOT,
     env: { ...process.env, ...env },
     encoding: 'utf8',
-    timeout: 20_000,
+    // A bound for a process that never exits, not the time an exit takes: loading the app is
+    // about 1.4 s of CPU, which took 22 s of wall time at load 27 (the suite run twice at once
+    // beside other work; a 20 s bound killed a gateway on its way to its 5 s connect timeout).
+    timeout: 90_000,
   });
   return { code: r.status, stderr: r.stderr.trim(), stdout: r.stdout.trim() };
 }

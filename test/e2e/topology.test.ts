@@ -386,7 +386,13 @@ describe('npm run stack (scripts/stack.mjs)', () => {
     proc.stderr!.setEncoding('utf8').on('data', (d: string) => (out += d));
     const redis = new Redis(SHARED_REDIS_URL, { maxRetriesPerRequest: 1 });
     try {
-      const readyLine = await waitFor(() => out.split('\n').find((l) => l.startsWith('stack | {"msg":"stack.ready"')), 60_000, 100, `stack.ready; output so far:\n${out}`);
+      // `npm run stack` checks the build (tsc -b), then starts three app processes (about 1.4 s
+      // of CPU each to load) and nginx: at load 27 (the suite run twice at once beside other
+      // work) nothing was printed within 60 s. The output is read when the wait fails, not
+      // when it starts.
+      const readyLine = await waitFor(() => out.split('\n').find((l) => l.startsWith('stack | {"msg":"stack.ready"')), 120_000, 100, 'stack.ready').catch((e: Error) => {
+        throw new Error(`${e.message}; output so far:\n${out}`);
+      });
       const ready = JSON.parse(readyLine.slice('stack | '.length)) as { url: string; mode: string; nginx: { pid: number; dir: string }; gateways: { pid: number; port: number }[]; workers: { pid: number }[] };
       assert.equal(ready.url, `http://127.0.0.1:${port}/mcp`);
       assert.equal(ready.gateways.length, 2);

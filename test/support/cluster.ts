@@ -203,7 +203,13 @@ export async function startProcess(kind: 'gateway' | 'worker', env: Record<strin
   };
   let ready: Record<string, unknown>;
   try {
-    ready = await p.waitLog((l) => l.msg === `${kind}.ready`, 30_000);
+    // Start-up is mostly CPU: loading the compiled app and its dependencies costs about 1.4 s of
+    // CPU (measured: `node apps/gateway/dist/main.js --version`, 1.32 s user + 0.12 s sys), and a
+    // test starts several at once. On 2 cores with the suite run twice at once beside other work
+    // (load average 27), that one `--version` took 22 s of wall time and gateways missed a 30 s
+    // bound; 90 s is that load with a margin, and a process that cannot start at all still fails
+    // at once (its exit is seen before the bound).
+    ready = await p.waitLog((l) => l.msg === `${kind}.ready`, 90_000);
   } catch (e) {
     // A process that never became ready belongs to no cluster, so no stop() would reach it:
     // kill it here, or it outlives the test file (and keeps its runner from exiting).

@@ -25,6 +25,14 @@ export type RedisClient = Redis | Cluster;
 
 export const retryStrategy = (times: number): number => Math.min(100 * 2 ** times, 2000);
 
+/**
+ * How long (ms) the request client waits for any one command's answer before the caller gets
+ * an error; also how long a health PING may stay unanswered before Redis counts as hung
+ * (`watchRedis`): a stricter health verdict would refuse requests whose commands still answer in
+ * time (case B-02 (b), a slow link on a loaded machine).
+ */
+export const REQUEST_COMMAND_TIMEOUT_MS = 2000;
+
 /** Connection options for a role (one Redis; a Cluster puts them under `redisOptions`). */
 export function redisOptions(role: RedisRole): RedisOptions {
   return role === 'request'
@@ -34,10 +42,16 @@ export function redisOptions(role: RedisRole): RedisOptions {
         // A command that failed for the caller must not be sent again after a reconnect: the
         // client already got an error (case B-02c: no task or job may appear afterwards).
         autoResendUnfulfilledCommands: false,
-        commandTimeout: 2000,
+        commandTimeout: REQUEST_COMMAND_TIMEOUT_MS,
         retryStrategy,
         connectTimeout: 5000,
         enableAutoPipelining: true,
+        // ioredis keeps one auto-pipeline in flight per connection: a command issued meanwhile
+        // waits for it to come back, i.e. up to two round trips. PING (the health check,
+        // `watchRedis`) is written at once instead, so it measures Redis answering, not that
+        // queue (case B-02 (b): through a 200 ms proxy on a loaded machine, a queued PING took
+        // over 1 s and the gateway refused task creations as "Task store unavailable").
+        autoPipeliningIgnoredCommands: ['ping'],
       }
     : { maxRetriesPerRequest: null, retryStrategy, connectTimeout: 5000 };
 }
@@ -199,25 +213,45 @@ export interface RedisHealth {
 }
 
 /**
- * Pings `redis` (every master of a Cluster) every `everyMs` (default 1000 ms); a PING
- * unanswered within `timeoutMs` (default 1000 ms) marks Redis unhealthy until one succeeds. A hung Redis (connection up,
- * no answers) thus turns readiness off and task requests into 503 + Retry-After (D10).
+ * Pings `redis` (every master of a Cluster, case N-10) every `everyMs` (default 1000 ms), one PING at a time; Redis counts as hung
+ * (`ok` false: readiness off, task requests 503 + Retry-After, D10) while a PING has been
+ * unanswered for `timeoutMs` or more (default `REQUEST_COMMAND_TIMEOUT_MS`, 2 s), or when the
+ * last one failed, until one is answered. A hung Redis (connection up, no answers, e.g.
+ * SIGSTOP) is thus seen within `everyMs + timeoutMs`.
+ *
+ * The bound is the request client's own command timeout, not less: a request's commands that
+ * answer within it succeed, so a PING that takes longer than 1 s on a slow link or a loaded
+ * machine is not a hung Redis (case B-02 (b): a 1 s bound, and a PING queued behind the
+ * auto-pipeline in flight, refused task creations through a 200 ms proxy while the suite ran
+ * twice at once). On the request client PING is not auto-pipelined (`redisOptions`), so its
+ * time is one round trip. The age is read from the clock when `ok` is asked, not from a timer
+ * racing the answer: after the event loop was blocked, timers run before the socket's pending
+ * answer is read, which made a late timer a false "hung".
  */
-export function watchRedis(redis: RedisClient, everyMs = 1000, timeoutMs = 1000): RedisHealth {
-  let answering = true;
-  const tick = async () => {
-    try {
-      await Promise.race([pingAll(redis), new Promise((_, reject) => setTimeout(() => reject(new Error('timeout')), timeoutMs).unref())]);
-      answering = true;
-    } catch {
-      answering = false;
-    }
+export function watchRedis(redis: RedisClient, everyMs = 1000, timeoutMs = REQUEST_COMMAND_TIMEOUT_MS): RedisHealth {
+  let failed = false;
+  /** When the PING in flight was sent (ms), or undefined when none is. */
+  let pingSentAt: number | undefined;
+  const tick = () => {
+    if (pingSentAt !== undefined || redis.status !== 'ready') return;
+    pingSentAt = Date.now();
+    pingAll(redis).then(
+      () => {
+        failed = false;
+        pingSentAt = undefined;
+      },
+      () => {
+        failed = true;
+        pingSentAt = undefined;
+      },
+    );
   };
-  const timer = setInterval(() => void tick(), everyMs);
+  const timer = setInterval(tick, everyMs);
   timer.unref();
   return {
     get ok() {
-      return answering && redis.status === 'ready';
+      const unanswered = pingSentAt !== undefined && Date.now() - pingSentAt >= timeoutMs;
+      return redis.status === 'ready' && !failed && !unanswered;
     },
     stop: () => clearInterval(timer),
   };
