@@ -74,7 +74,7 @@ async function main() {
     console.error(`gateway: ${(e as Error).message}`);
     process.exit(1);
   }
-  const store = new TaskStore(redis, config.keyPrefix);
+  const store = new TaskStore(redis, config.keyPrefix, { progressStreamKeepMs: config.sync.progressStreamKeepMs });
   const presence = new WorkerPresence(redis, config.keyPrefix);
   // Assigned below; the queue's error handler and the gauges need it first.
   let queues: JobQueues;

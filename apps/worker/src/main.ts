@@ -89,7 +89,7 @@ async function main() {
     console.error(`worker: ${(e as Error).message}`);
     process.exit(1);
   }
-  const store = new TaskStore(redis, config.keyPrefix);
+  const store = new TaskStore(redis, config.keyPrefix, { progressStreamKeepMs: config.sync.progressStreamKeepMs });
   const presence = new WorkerPresence(redis, config.keyPrefix);
   let queues: JobQueues; // assigned below; its error handler and the gauges need the metrics first
   const metrics = createWorkerMetrics(config.worker.concurrency, { queueDepth: () => queueDepth(queues.tools), workersAlive: () => presence.count() });
