@@ -213,7 +213,13 @@ async function main() {
         ...(config.webhooks.enabled ? { webhooks } : {}),
       });
       if (counts.failed || counts.requeued || counts.cancelled) log.info(counts, 'reconcile.done');
-      return counts;
+      // Finished jobs past their retention age, on a queue where no job finished since (case B-15).
+      const cleaned = await queues.cleanFinished().catch((err: Error) => {
+        log.warn({ err: err.message }, 'reconcile.clean_failed');
+        return { completed: 0, failed: 0 };
+      });
+      if (cleaned.completed || cleaned.failed) log.info(cleaned, 'reconcile.jobs_cleaned');
+      return { ...counts, cleaned };
     },
     { ...workerOpts, concurrency: 1 },
   );
