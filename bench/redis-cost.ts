@@ -4,7 +4,7 @@
  *    `big_result(1024)` (1 KB result) ran to completion and left the reconciler's index (what a
  *    finished task leaves behind until its TTL), divided by `n`. BullMQ's share is in it: before
  *    the measured batch a warm-up batch of `n` tasks fills BullMQ's retention of finished jobs
- *    up to its count (KEEP_COMPLETED_JOBS), as on any service that ran a while, so the measured
+ *    up to its count (KEEP_COMPLETED_JOBS, packages/jobs), as on any service that ran a while, so the measured
  *    batch pays what each further task costs: its own keys, the events stream, the churn of
  *    retained jobs. The retained jobs themselves are a fixed amount, reported apart
  *    (`retainedJobs`). Plus `MEMORY USAGE` of one finished task's own keys for the breakdown;
@@ -15,7 +15,6 @@
  */
 import { Redis } from 'ioredis';
 import { stepJobId } from '@mcp-tasks/task-store';
-import { KEEP_COMPLETED_JOBS } from '@mcp-tasks/jobs';
 import { sleep } from '../test/support/cluster.js';
 import { callTool, getTask } from '../test/support/mcp.js';
 import { PREFIX, type BenchProcesses } from './processes.js';
@@ -59,7 +58,7 @@ export interface RedisCost {
   /** redis-server CPU time over the batch per task (µs): create, run, complete, no polls. */
   redisUsPerTask?: number;
   /** BullMQ's finished step jobs kept by count (a fixed amount, not per task): how many, and their bytes (MEMORY USAGE of one × count). */
-  retainedJobs: { count: number; keep: number; bytes: number };
+  retainedJobs: { count: number; bytes: number };
 }
 
 /** Runs `n` `big_result(resultBytes)` tasks, `concurrency` at a time, to completion; measures what they left in Redis. */
@@ -169,7 +168,7 @@ export async function bytesPerTask(b: BenchProcesses, n: number, concurrency: nu
       commandsPerTask: Object.fromEntries(Object.entries(perTask).sort((a, b2) => b2[1] - a[1])),
       commandsPerTaskTotal: round(Object.values(perTask).reduce((a, x) => a + x, 0), 1),
       ...(cpu0 !== undefined && cpu1 !== undefined ? { redisUsPerTask: Math.round(((cpu1 - cpu0) / n) * 1e6) } : {}),
-      retainedJobs: { count: retained, keep: KEEP_COMPLETED_JOBS, bytes: retained * jobBytes },
+      retainedJobs: { count: retained, bytes: retained * jobBytes },
     };
   } finally {
     sub.disconnect();
