@@ -65,7 +65,12 @@ const schema = z.object({
     .string()
     .default('')
     .transform((v) => [...new Set(v.split(',').map((s) => s.trim()).filter(Boolean))]),
-  /** `ttlMs` given to new tasks, counted from `createdAt` (T-24). Default 24 h. */
+  /**
+   * `ttlMs` given to new tasks, counted from `createdAt` (T-24). Default 24 h. The record and its
+   * result key expire then; finished BullMQ step jobs are kept no longer (at most 1 day
+   * completed, 7 days failed; and at most the last 1,000 / 5,000, `jobRetention`). Redis memory
+   * is about this many ms of finished tasks (README "Redis settings that matter").
+   */
   TASK_TTL_MS: intMs(86_400_000, 1000),
   /** `pollIntervalMs` suggested to clients (T-17). Default 2000 ms. */
   TASK_POLL_INTERVAL_MS: intMs(2000, 100),
