@@ -837,6 +837,7 @@ describe('a finished task\'s record is compact and its outcome has its own key (
     assert.deepEqual(await store.fail(parked.rec.taskId, { expectStatus: 'input_required' }, error, 'Timed out'), { code: 'ok' });
     assert.equal(await redis.call('OBJECT', 'ENCODING', store.key(parked.rec.taskId)), 'listpack');
     assert.deepEqual((await mustGet(parked.rec.taskId)).error, error);
+    assert.deepEqual((await mustGet(parked.rec.taskId)).args, { topic: 'tidal energy' }, 'short arguments (≤ 64 B) are kept');
     await drain(store.channel(rec.taskId));
     await drain(store.channel(parked.rec.taskId));
   });

@@ -54,7 +54,7 @@ local function expiresAt(key)
 end
 
 -- Fields a terminal record keeps (issue 8: Redis memory per finished task). Everything else
--- (args, caps, state, fence, claimedStep, jobOwner, holderAt, progress, cancelRequested,
+-- (args over 64 bytes, caps, state, fence, claimedStep, jobOwner, holderAt, progress, cancelRequested,
 -- cancelReason, pending, tracestate, req:/resp:/used: fields) only served the running task.
 -- Each kept value is short (ids, numbers, a status, a capped statusMessage), so the rewritten
 -- hash stays a listpack (values under hash-max-listpack-value, 64 bytes by default).
@@ -74,6 +74,12 @@ local function finish(key, status, now, message, channel)
       fields[#fields + 1] = f
       fields[#fields + 1] = vals[i]
     end
+  end
+  -- Short arguments stay (they still fit a listpack value): logs and operators can tell tasks apart.
+  local args = redis.call('HGET', key, 'args')
+  if args and string.len(args) <= 64 then
+    fields[#fields + 1] = 'args'
+    fields[#fields + 1] = args
   end
   if message and message ~= '' then
     fields[#fields + 1] = 'statusMessage'
