@@ -1,8 +1,13 @@
 /**
  * What a task costs Redis (issue 8 §5), on the benchmark's own throwaway Redis:
  *  - bytes per finished task: `INFO memory` used_memory before and after `n` tasks of
- *    `big_result(1024)` (1 KB result) ran to completion, divided by `n`; plus `MEMORY USAGE` of
- *    one finished task's own keys (record, step job) for the breakdown;
+ *    `big_result(1024)` (1 KB result) ran to completion and left the reconciler's index (what a
+ *    finished task leaves behind until its TTL), divided by `n`. BullMQ's share is in it: before
+ *    the measured batch a warm-up batch of `n` tasks fills BullMQ's retention of finished jobs
+ *    up to its count (KEEP_COMPLETED_JOBS, packages/jobs), as on any service that ran a while, so the measured
+ *    batch pays what each further task costs: its own keys, the events stream, the churn of
+ *    retained jobs. The retained jobs themselves are a fixed amount, reported apart
+ *    (`retainedJobs`). Plus `MEMORY USAGE` of one finished task's own keys for the breakdown;
  *  - operations per task: `INFO commandstats` deltas over the same batch (commands executed,
  *    those inside Lua scripts included), less the idle background measured just before;
  *    and, with MONITOR over a few tasks, the round trips each process makes (a script call is
@@ -52,6 +57,8 @@ export interface RedisCost {
   commandsPerTaskTotal: number;
   /** redis-server CPU time over the batch per task (µs): create, run, complete, no polls. */
   redisUsPerTask?: number;
+  /** BullMQ's finished step jobs kept by count (a fixed amount, not per task): how many, and their bytes (MEMORY USAGE of one × count). */
+  retainedJobs: { count: number; bytes: number };
 }
 
 /** Runs `n` `big_result(resultBytes)` tasks, `concurrency` at a time, to completion; measures what they left in Redis. */
@@ -75,36 +82,54 @@ export async function bytesPerTask(b: BenchProcesses, n: number, concurrency: nu
     const idle = delta(idle0, await commandstats(r));
     const idleS = (Date.now() - idleStart) / 1000;
 
+    /** Runs `n` tasks, `concurrency` at a time, and waits until every one finished; returns their ids. */
+    const batch = async (): Promise<string[]> => {
+      const ids: string[] = [];
+      let next = 0;
+      await Promise.all(
+        Array.from({ length: concurrency }, async () => {
+          while (next < n) {
+            next++;
+            const res = await callTool(b.hot.url!, 'big_result', { bytes: resultBytes }, { token: b.apiKey });
+            if (res.body.result?.resultType !== 'task') throw new Error(`big_result: no task handle: ${JSON.stringify(res.body).slice(0, 300)}`);
+            ids.push(res.body.result.taskId as string);
+          }
+        }),
+      );
+      await new Promise<void>((resolve, reject) => {
+        const timer = setTimeout(() => reject(new Error(`only ${ids.filter((id) => done.has(id)).length} of ${n} tasks finished`)), 60_000);
+        onDone = () => {
+          if (ids.length === n && ids.every((id) => done.has(id))) {
+            clearTimeout(timer);
+            resolve();
+          }
+        };
+        onDone();
+      });
+      return ids;
+    };
+    /** Waits (at most 40 s) until the reconciler dropped `ids` from its index (RECONCILE_AFTER_MS after they were created). */
+    const reconciled = async (ids: string[]) => {
+      for (let k = 0; k < 80; k++) {
+        const scores = (await r.call('ZMSCORE', `${PREFIX}:tasks:reconcile`, ...ids)) as (string | null)[];
+        if (scores.every((x) => x === null)) return;
+        await sleep(500);
+      }
+      throw new Error('the reconciler did not drop the finished tasks from its index within 40 s');
+    };
+    // Warm-up: BullMQ's retention of finished jobs filled to its count, the reconciler's index emptied.
+    await reconciled(await batch());
+
     const mem0 = await usedMemory(r);
     const cs0 = await commandstats(r);
     const cpu0 = cpuSeconds(b.redis.proc.pid!);
     const t0 = Date.now();
-    const ids: string[] = [];
-    let next = 0;
-    await Promise.all(
-      Array.from({ length: concurrency }, async () => {
-        while (next < n) {
-          next++;
-          const res = await callTool(b.hot.url!, 'big_result', { bytes: resultBytes }, { token: b.apiKey });
-          if (res.body.result?.resultType !== 'task') throw new Error(`big_result: no task handle: ${JSON.stringify(res.body).slice(0, 300)}`);
-          ids.push(res.body.result.taskId as string);
-        }
-      }),
-    );
-    await new Promise<void>((resolve, reject) => {
-      const timer = setTimeout(() => reject(new Error(`only ${ids.filter((id) => done.has(id)).length} of ${n} tasks finished`)), 60_000);
-      onDone = () => {
-        if (ids.length === n && ids.every((id) => done.has(id))) {
-          clearTimeout(timer);
-          resolve();
-        }
-      };
-      onDone();
-    });
+    const ids = await batch();
     const elapsedS = (Date.now() - t0) / 1000;
     const cpu1 = cpuSeconds(b.redis.proc.pid!);
     await sleep(300);
     const cs1 = await commandstats(r);
+    await reconciled(ids);
     const mem1 = await usedMemory(r);
 
     const sample = ids[0]!;
@@ -114,6 +139,7 @@ export async function bytesPerTask(b: BenchProcesses, n: number, concurrency: nu
     const encodings: Record<string, string> = {};
     for (const [label, key] of [
       ['task record', `${PREFIX}:{t:${sample}}:task`],
+      ['result key', `${PREFIX}:{t:${sample}}:result`],
       ['progress stream', `${PREFIX}:{t:${sample}}:progress`],
       ['step job (BullMQ)', `${PREFIX}:{jobs}:tools:${stepJobId(sample, 1)}`],
     ] as const) {
@@ -122,14 +148,8 @@ export async function bytesPerTask(b: BenchProcesses, n: number, concurrency: nu
       keys[label] = bytes;
       encodings[label] = String(await r.call('OBJECT', 'ENCODING', key));
     }
-    // The same record while it was working (before the result): is it still a listpack?
-    const working = await r.hgetall(`${PREFIX}:{t:${sample}}:task`);
-    delete working.result;
-    const probeKey = `${PREFIX}:bench-probe-record`;
-    await r.hset(probeKey, working);
-    keys['task record without its result'] = (await r.call('MEMORY', 'USAGE', probeKey, 'SAMPLES', '0')) as number;
-    encodings['task record without its result'] = String(await r.call('OBJECT', 'ENCODING', probeKey));
-    await r.del(probeKey);
+    const jobBytes = keys['step job (BullMQ)'] ?? ((await r.call('MEMORY', 'USAGE', `${PREFIX}:{jobs}:tools:${stepJobId(ids[ids.length - 1]!, 1)}`, 'SAMPLES', '0')) as number | null) ?? 0;
+    const retained = await r.zcard(`${PREFIX}:{jobs}:tools:completed`);
 
     const ops = delta(cs0, cs1);
     const perTask: Record<string, number> = {};
@@ -148,6 +168,7 @@ export async function bytesPerTask(b: BenchProcesses, n: number, concurrency: nu
       commandsPerTask: Object.fromEntries(Object.entries(perTask).sort((a, b2) => b2[1] - a[1])),
       commandsPerTaskTotal: round(Object.values(perTask).reduce((a, x) => a + x, 0), 1),
       ...(cpu0 !== undefined && cpu1 !== undefined ? { redisUsPerTask: Math.round(((cpu1 - cpu0) / n) * 1e6) } : {}),
+      retainedJobs: { count: retained, bytes: retained * jobBytes },
     };
   } finally {
     sub.disconnect();

@@ -89,13 +89,15 @@ describe('N-09: a stored result is bounded by MAX_RESULT_BYTES and stored once',
     assert.ok((await longestEventField()) < 1024, 'no event carries a result');
   });
 
-  it('a result just under the limit completes and is stored once: in the task record, not in the job hash or the events stream', async () => {
+  it('a result just under the limit completes and is stored once: in the task\'s result key, not in the record, the job hash or the events stream', async () => {
     const bytes = LIMIT - 200;
     const { taskId, final } = await runTask({ bytes });
     assert.equal(final.status, 'completed', JSON.stringify(final.error ?? {}));
     assert.equal(final.result.content[0].text.length, bytes, 'tasks/get returns the whole result');
-    const stored = await redis.hget(taskKey(taskId), 'result');
+    const stored = await redis.get(taskKey(taskId).replace(/:task$/, ':result'));
     assert.ok(stored && Buffer.byteLength(stored) <= LIMIT && Buffer.byteLength(stored) > bytes);
+    assert.equal(await redis.hexists(taskKey(taskId), 'result'), 0, 'not in the record');
+    assert.equal(await redis.call('OBJECT', 'ENCODING', taskKey(taskId)), 'listpack', 'the finished record is small');
     const job = await finishedJob(taskId);
     assert.equal(job.returnvalue, '"completed"');
     assert.ok(Object.values(job).every((v) => Buffer.byteLength(v) < 1024), 'no field of the job hash carries the result');

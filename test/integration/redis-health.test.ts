@@ -24,7 +24,7 @@ describe('Redis health (D10): a slow link stays healthy, a hung Redis does not',
   before(async () => {
     r = await startRedis();
     proxy = await startTcpProxy({ targetPort: r.port, delayMs: 600 });
-    redis = createRedis(proxy.url, 'request', 'health-test');
+    redis = createRedis({ mode: 'single', url: proxy.url, tls: false }, 'request', 'health-test') as Redis;
     await redis.connect();
     health = watchRedis(redis, 200);
   });

@@ -746,7 +746,7 @@ describe('progress stream of synchronous calls (D5, case B-12)', () => {
     assert.deepEqual((await store.readProgress(sync.taskId, rows[0]!.id)).map((r) => r.event.progress), [2, 3], 'reads after the given id, exclusive');
     assert.equal(await store.lastProgressId(sync.taskId), rows[2]!.id);
     const recordExpiry = Number(await redis.call('PEXPIRETIME', store.key(sync.taskId)));
-    assert.equal(Number(await redis.call('PEXPIRETIME', store.progressKey(sync.taskId))), recordExpiry, 'the stream expires with its record');
+    assert.equal(Number(await redis.call('PEXPIRETIME', store.progressKey(sync.taskId))), recordExpiry, 'the stream never outlives its record (TTL 120 s < PROGRESS_STREAM_KEEP_MS 300 s)');
     assert.deepEqual(await drain(store.channel(sync.taskId)), ['progress', 'progress', 'progress']);
 
     const task = await newTask({ mode: 'task' });
@@ -772,10 +772,103 @@ describe('progress stream of synchronous calls (D5, case B-12)', () => {
     await drain(store.cancelChannel);
   });
 
+  it('PROGRESS_STREAM_KEEP_MS: the stream expires that long after its last event when that is before the task expires', async () => {
+    const short = new TaskStore(redis, PREFIX, undefined, { progressStreamKeepMs: 5000 });
+    const sync = await short.create(input({ mode: 'sync' }));
+    const f = await claim(sync.taskId);
+    const t0 = Date.now();
+    await short.reportProgress(sync.taskId, f, { event: { progress: 1 } }, t0);
+    assert.equal(Number(await redis.call('PEXPIRETIME', short.progressKey(sync.taskId))), t0 + 5000, 'last event + 5 s');
+    await short.reportProgress(sync.taskId, f, { event: { progress: 2 } }, t0 + 1000);
+    assert.equal(Number(await redis.call('PEXPIRETIME', short.progressKey(sync.taskId))), t0 + 6000, 'renewed by each event');
+    await drain(store.channel(sync.taskId));
+  });
+
   it('readProgress of a task without events is empty; lastProgressId is "0"', async () => {
     const rec = await newTask({ mode: 'sync' });
     assert.deepEqual(await store.readProgress(rec.taskId), []);
     assert.equal(await store.lastProgressId(rec.taskId), '0');
+  });
+});
+
+describe('a finished task\'s record is compact and its outcome has its own key (case B-15, issue 8)', () => {
+  const KEPT = ['status', 'owner', 'tool', 'mode', 'createdAt', 'lastUpdatedAt', 'ttlMs', 'pollIntervalMs', 'step', 'reruns', 'statusMessage', 'traceparent'];
+  const TRACEPARENT = '00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01';
+
+  /** A working task whose record is a hashtable (100 KB of args, a long tracestate, an answered round). */
+  async function bulkyWorking(mode: 'task' | 'sync' = 'task') {
+    const rec = await newTask({ mode, args: { text: 'a'.repeat(100_000) }, trace: { traceparent: TRACEPARENT, tracestate: `v=${'b'.repeat(300)}` } });
+    const f = await claim(rec.taskId);
+    await store.reportProgress(rec.taskId, f, { statusMessage: 'half way', progress: { progress: 1, total: 2 } });
+    assert.equal(await redis.call('OBJECT', 'ENCODING', store.key(rec.taskId)), 'hashtable', 'the working record is a hashtable');
+    return { rec, fence: f };
+  }
+
+  it('completed: the record keeps only what a finished task is read for, as a listpack; the result is in <prefix>:{t:<id>}:result with the same expiry', async () => {
+    const { rec, fence } = await bulkyWorking();
+    const result = { content: [{ type: 'text', text: 'x'.repeat(1024) }] };
+    assert.deepEqual(await store.complete(rec.taskId, fence, result, 'Done'), { code: 'ok' });
+    const hash = await redis.hgetall(store.key(rec.taskId));
+    assert.deepEqual(Object.keys(hash).sort(), [...KEPT].sort());
+    assert.equal(hash.status, 'completed');
+    assert.equal(hash.statusMessage, 'Done');
+    assert.equal(await redis.call('OBJECT', 'ENCODING', store.key(rec.taskId)), 'listpack');
+    assert.ok(((await redis.call('MEMORY', 'USAGE', store.key(rec.taskId), 'SAMPLES', '0')) as number) < 512, 'a few hundred bytes (the working record was over 100 KB)');
+    assert.equal(await redis.get(store.resultKey(rec.taskId)), JSON.stringify(result));
+    const expireAt = rec.createdAt + rec.ttlMs;
+    assert.equal(Number(await redis.call('PEXPIRETIME', store.key(rec.taskId))), expireAt, 'record expiry unchanged (T-24)');
+    assert.equal(Number(await redis.call('PEXPIRETIME', store.resultKey(rec.taskId))), expireAt, 'result key: the same expiry');
+    const got = await mustGet(rec.taskId);
+    assert.deepEqual(got.result, result);
+    assert.deepEqual(toDetailedTask(got).result, { resultType: 'complete', ...result });
+    assert.equal(got.owner, 'alice');
+    assert.deepEqual(got.trace, { traceparent: TRACEPARENT });
+    await store.remove(rec.taskId);
+    assert.equal(await redis.exists(store.key(rec.taskId), store.resultKey(rec.taskId)), 0, 'remove deletes both keys');
+    await drain(store.channel(rec.taskId));
+  });
+
+  it('failed: the error is in the result key (same expiry), the record is a listpack; a system failure too', async () => {
+    const { rec, fence } = await bulkyWorking();
+    const error = { code: -32603, message: `Tool deep_research failed unexpectedly (error id ${'e'.repeat(40)})`, data: { errorId: 'e'.repeat(40) } };
+    assert.deepEqual(await store.fail(rec.taskId, { fence }, error, 'Failed'), { code: 'ok' });
+    assert.equal(await redis.call('OBJECT', 'ENCODING', store.key(rec.taskId)), 'listpack');
+    assert.equal(await redis.hget(store.key(rec.taskId), 'error'), null);
+    assert.equal(await redis.get(store.resultKey(rec.taskId)), JSON.stringify(error));
+    assert.equal(Number(await redis.call('PEXPIRETIME', store.resultKey(rec.taskId))), rec.createdAt + rec.ttlMs);
+    assert.deepEqual((await mustGet(rec.taskId)).error, error);
+
+    const parked = await taskIn('input_required');
+    assert.deepEqual(await store.fail(parked.rec.taskId, { expectStatus: 'input_required' }, error, 'Timed out'), { code: 'ok' });
+    assert.equal(await redis.call('OBJECT', 'ENCODING', store.key(parked.rec.taskId)), 'listpack');
+    assert.deepEqual((await mustGet(parked.rec.taskId)).error, error);
+    assert.deepEqual((await mustGet(parked.rec.taskId)).args, { topic: 'tidal energy' }, 'short arguments (≤ 64 B) are kept');
+    await drain(store.channel(rec.taskId));
+    await drain(store.channel(parked.rec.taskId));
+  });
+
+  it('cancelled (by the worker, at once, at the claim): a listpack record, no result key, the reason kept', async () => {
+    const a = await bulkyWorking();
+    await store.requestCancel(a.rec.taskId, 'Cancelled by client request');
+    assert.deepEqual(await store.markCancelled(a.rec.taskId, a.fence, 'worker saw it'), { code: 'ok' });
+    const b = await newTask({ args: { text: 'a'.repeat(10_000) } });
+    assert.deepEqual(await store.requestCancel(b.taskId, 'Cancelled before it ran'), { code: 'cancelled' });
+    for (const id of [a.rec.taskId, b.taskId]) {
+      assert.equal(await redis.call('OBJECT', 'ENCODING', store.key(id)), 'listpack', id);
+      assert.equal(await redis.exists(store.resultKey(id)), 0);
+      assert.equal(Number(await redis.call('PEXPIRETIME', store.key(id))), (await mustGet(id)).createdAt + TTL_MS);
+    }
+    assert.equal((await mustGet(a.rec.taskId)).statusMessage, 'Cancelled by client request');
+    assert.equal((await mustGet(b.taskId)).statusMessage, 'Cancelled before it ran');
+    await drain(store.channel(a.rec.taskId));
+    await drain(store.channel(b.taskId));
+    await drain(store.cancelChannel);
+  });
+
+  it('a record finished before the result key existed (result in the hash) still reads its result', async () => {
+    const rec = await newTask();
+    await redis.hset(store.key(rec.taskId), 'status', 'completed', 'result', JSON.stringify({ content: [{ type: 'text', text: 'old' }] }));
+    assert.deepEqual((await mustGet(rec.taskId)).result, { content: [{ type: 'text', text: 'old' }] });
   });
 });
 

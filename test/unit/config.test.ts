@@ -126,7 +126,7 @@ describe('loadConfig defaults', () => {
       reconcileAfterMs: 10_000,
     });
     assert.deepEqual(c.demo, { researchPhaseMs: 20_000 });
-    assert.deepEqual(c.sync, { budgetMs: 100_000, budgetMsByTool: {}, progressMinIntervalMs: 200, progressHeartbeatMs: 15_000, keepAliveMs: 15_000 });
+    assert.deepEqual(c.sync, { budgetMs: 100_000, budgetMsByTool: {}, progressMinIntervalMs: 200, progressStreamKeepMs: 300_000, progressHeartbeatMs: 15_000, keepAliveMs: 15_000 });
     assert.deepEqual(c.testing, {});
     assert.deepEqual(c.allowedOrigins, ['localhost', '127.0.0.1', '[::1]']);
     assert.equal(c.maxOutstandingTasks, 100);

@@ -77,7 +77,7 @@ async function main() {
   // Redis time for every timestamp and expiry (case N-11): a replica's own clock never counts.
   const clock = new RedisClock(redis);
   await clock.start();
-  const store = new TaskStore(redis, config.keyPrefix, clock);
+  const store = new TaskStore(redis, config.keyPrefix, clock, { progressStreamKeepMs: config.sync.progressStreamKeepMs });
   const presence = new WorkerPresence(redis, config.keyPrefix);
   // Assigned below; the queue's error handler and the gauges need it first.
   let queues: JobQueues;

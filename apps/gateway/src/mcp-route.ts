@@ -145,7 +145,13 @@ export function createMcpRoute(gw: Gateway, redisHealth: RedisHealth, limits: Li
             const max = config.maxOutstandingTasks;
             const [refused, r] = await Promise.all([
               limits.creation(req, principal),
-              gw.store.reserveOutstanding(principal, taskId, max, now + config.task.ttlMs, now).catch(() => undefined),
+              // A refused write (Redis full under noeviction: OOM, case B-15) or an unreachable
+              // Redis: 503 below, nothing written (the script runs whole or not at all). The
+              // Redis error goes to the log only.
+              gw.store.reserveOutstanding(principal, taskId, max, now + config.task.ttlMs, now).catch((e: Error) => {
+                log.error({ err: e.message, tool: c.tool?.name }, 'task.reserve_failed');
+                return undefined;
+              }),
             ]);
             if (refused) {
               if (r?.ok) gw.store.releaseOutstanding(principal, taskId).catch(() => undefined);

@@ -37,7 +37,7 @@ export async function ownTask(gw: Gateway, principal: string, taskId: unknown): 
 }
 
 /**
- * `tasks/get` (T-21, T-22): a pure read, one HGETALL. A `working` task while no worker is alive
+ * `tasks/get` (T-21, T-22): a pure read, one round trip (the record and its result key, `TaskStore.get`). A `working` task while no worker is alive
  * says so in its `statusMessage` (workers.ts; the count is read in the background).
  */
 export async function getTask(gw: Gateway, principal: string, taskId: unknown): Promise<DetailedTask> {

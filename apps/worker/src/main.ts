@@ -94,7 +94,7 @@ async function main() {
   // Redis time for every timestamp and expiry (case N-11): this process' own clock never counts.
   const clock = new RedisClock(redis);
   await clock.start();
-  const store = new TaskStore(redis, config.keyPrefix, clock);
+  const store = new TaskStore(redis, config.keyPrefix, clock, { progressStreamKeepMs: config.sync.progressStreamKeepMs });
   // Redis outages as this worker sees them: the reconciler's orphan check waits out one hold
   // period after one (issue 9 §6).
   const continuity = watchContinuity(redis);
@@ -252,7 +252,13 @@ async function main() {
         ...(config.webhooks.enabled ? { webhooks } : {}),
       }, clock.now());
       if (counts.failed || counts.requeued || counts.cancelled) log.info(counts, 'reconcile.done');
-      return counts;
+      // Finished jobs past their retention age, on a queue where no job finished since (case B-15).
+      const cleaned = await queues.cleanFinished().catch((err: Error) => {
+        log.warn({ err: err.message }, 'reconcile.clean_failed');
+        return { completed: 0, failed: 0 };
+      });
+      if (cleaned.completed || cleaned.failed) log.info(cleaned, 'reconcile.jobs_cleaned');
+      return { ...counts, cleaned };
     },
     { ...workerOpts, concurrency: 1 },
   );

@@ -63,7 +63,12 @@ const schema = z.object({
     .string()
     .default('')
     .transform((v) => [...new Set(v.split(',').map((s) => s.trim()).filter(Boolean))]),
-  /** `ttlMs` given to new tasks, counted from `createdAt` (T-24). Default 24 h. */
+  /**
+   * `ttlMs` given to new tasks, counted from `createdAt` (T-24). Default 24 h. The record and its
+   * result key expire then; finished BullMQ step jobs are kept no longer (at most 1 day
+   * completed, 7 days failed; and at most the last 1,000 / 5,000, `jobRetention`). Redis memory
+   * is about this many ms of finished tasks (README "Redis settings that matter").
+   */
   TASK_TTL_MS: intMs(86_400_000, 1000),
   /** `pollIntervalMs` suggested to clients (T-17). Default 2000 ms. */
   TASK_POLL_INTERVAL_MS: intMs(2000, 100),
@@ -125,6 +130,12 @@ const schema = z.object({
     }),
   /** A tool's progress is written at most once per this interval, on the worker (P-04); the last value always lands. */
   PROGRESS_MIN_INTERVAL_MS: intMs(200, 0),
+  /**
+   * A synchronous call's progress stream (`<prefix>:{t:<id>}:progress`, at most ~64 events)
+   * expires this long after its last event (never later than the task). Default 5 min: a
+   * holding gateway reads each event within milliseconds; this only bounds idle memory.
+   */
+  PROGRESS_STREAM_KEEP_MS: intMs(300_000, 1000),
   /** A synchronous call with a progressToken gets a progress notification at least this often (client idle timers). Max 30 s. */
   PROGRESS_HEARTBEAT_MS: z.coerce.number().int().min(1000).max(30_000).default(15_000),
   /** SSE comment keep-alive interval on every stream (H-22, case B-10). Max 20 s: a margin under the 25 s proxies are told to expect. */
@@ -249,6 +260,8 @@ export interface Config {
     budgetMsByTool: Record<string, number>;
     /** Minimum gap between two progress notifications (ms). */
     progressMinIntervalMs: number;
+    /** How long a progress stream outlives its last event (ms, PROGRESS_STREAM_KEEP_MS; at most until the task expires). */
+    progressStreamKeepMs: number;
     /** Longest gap without a progress notification when the request has a token (ms). */
     progressHeartbeatMs: number;
     /** SSE comment keep-alive interval (ms). */
@@ -365,6 +378,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, o: { role?: 'ga
       budgetMs: e.SYNC_BUDGET_MS,
       budgetMsByTool: e.SYNC_BUDGET_MS_BY_TOOL,
       progressMinIntervalMs: e.PROGRESS_MIN_INTERVAL_MS,
+      progressStreamKeepMs: e.PROGRESS_STREAM_KEEP_MS,
       progressHeartbeatMs: e.PROGRESS_HEARTBEAT_MS,
       keepAliveMs: e.SSE_KEEPALIVE_MS,
     },

@@ -5,7 +5,10 @@
  *
  * Redis keys (owned by BullMQ's retention settings below):
  *   `<prefix>:{jobs}:tools:*`        step jobs and input-timeout jobs (shard 0: every task when
- *                                    TOOL_QUEUE_SHARDS = 1, the default)
+ *                                    TOOL_QUEUE_SHARDS = 1, the default): finished ones kept by
+ *                                    count (KEEP_COMPLETED_JOBS / KEEP_FAILED_JOBS, per shard) and
+ *                                    at most the task TTL (`jobRetention`, `cleanFinished`);
+ *                                    events stream capped at EVENTS_MAX_LEN
  *   `<prefix>:{jobs-<i>}:tools:*`    shard i (1 ≤ i < TOOL_QUEUE_SHARDS) of the tools queue: a
  *                                    task's jobs are on shard `toolShard(taskId, n)` (own hash
  *                                    tag, so under Redis Cluster the shards spread over slots)
@@ -102,19 +105,35 @@ export function toolsPrefix(keyPrefix: string, shard: number): string {
   return shard === 0 ? bullPrefix(keyPrefix) : `${keyPrefix}:{jobs-${shard}}`;
 }
 
+/** Finished step jobs kept at most, whatever their age (BullMQ `removeOnComplete.count`). */
+export const KEEP_COMPLETED_JOBS = 1000;
+/** Failed step jobs kept at most, whatever their age (BullMQ `removeOnFail.count`): kept longer for the queue view. */
+export const KEEP_FAILED_JOBS = 5000;
+
 /**
- * Retention of finished jobs (seconds): no longer than the task they belong to lives (its
- * `ttlMs`), at most 1 day for completed and 7 days for failed jobs, and at most 20,000 of each.
- * A step job re-added after its removal does nothing: the claim script checks the task.
- * Eviction by age is lazy in BullMQ (it runs when another job finishes).
+ * Retention of finished step jobs (case B-15, issue 8): by count (the last KEEP_COMPLETED_JOBS
+ * completed and KEEP_FAILED_JOBS failed jobs) and by age, no longer than the task they belong
+ * to lives (its `ttlMs`, at least 1 s; at most 1 day for completed and 7 days for failed
+ * jobs). Nothing depends on a finished job: the task record is the truth, and a step job
+ * re-added after its removal does nothing (the claim script checks the task). BullMQ applies
+ * both bounds only when another job of the queue finishes, so `JobQueues.cleanFinished`
+ * (every reconciler pass) removes aged jobs on a quiet queue too.
+ * @returns the job options, ages in seconds.
  */
-export function jobRetention(taskTtlMs: number): Pick<JobsOptions, 'removeOnComplete' | 'removeOnFail'> {
-  const ttlS = Math.max(60, Math.ceil(taskTtlMs / 1000));
+export function jobRetention(taskTtlMs: number): JobRetention {
+  const ttlS = Math.max(1, Math.ceil(taskTtlMs / 1000));
+  const completedAgeS = Math.min(ttlS, 86_400);
+  const failedAgeS = Math.min(ttlS, 7 * 86_400);
   return {
-    removeOnComplete: { age: Math.min(ttlS, 86_400), count: 20_000 },
-    removeOnFail: { age: Math.min(ttlS, 7 * 86_400), count: 20_000 },
+    removeOnComplete: { age: completedAgeS, count: KEEP_COMPLETED_JOBS },
+    removeOnFail: { age: failedAgeS, count: KEEP_FAILED_JOBS },
+    completedAgeS,
+    failedAgeS,
   };
 }
+
+/** BullMQ's `removeOnComplete` / `removeOnFail` of a step job, and their ages (seconds). */
+export type JobRetention = Pick<JobsOptions, 'removeOnComplete' | 'removeOnFail'> & { completedAgeS: number; failedAgeS: number };
 
 /** Highest BullMQ job priority (2^21 - 1); lower runs first, 0 = none (runs before all prioritized jobs). */
 export const MAX_JOB_PRIORITY = 2_097_151;
@@ -131,8 +150,12 @@ export function fairPriority(outstanding: number): number {
   return Math.min(MAX_JOB_PRIORITY, Math.max(1, Math.floor(outstanding)));
 }
 
-/** Events stream cap per queue. */
-export const EVENTS_MAX_LEN = 1000;
+/**
+ * Events stream cap per queue (`<prefix>:{jobs}:<queue>:events`, BullMQ `streams.events.maxLen`,
+ * trimmed approximately). Nothing of this service reads the stream (status lives in the task
+ * record, D5); it serves BullMQ tooling only, so it is kept short.
+ */
+export const EVENTS_MAX_LEN = 200;
 
 /** The queues a gateway or worker writes to. */
 export class JobQueues {
@@ -147,7 +170,7 @@ export class JobQueues {
    *                stderr when nobody listens).
    * @param shards  TOOL_QUEUE_SHARDS: how many shards the tools queue has (default 1).
    */
-  private readonly retention: Pick<JobsOptions, 'removeOnComplete' | 'removeOnFail'>;
+  private readonly retention: JobRetention;
 
   constructor(connection: RedisClient, keyPrefix: string, taskTtlMs: number, onError: (err: Error) => void = () => undefined, shards = 1) {
     this.retention = jobRetention(taskTtlMs);
@@ -175,7 +198,8 @@ export class JobQueues {
       jobId: stepJobId(taskId, step),
       attempts: 1,
       priority: fairPriority(opts.priority ?? 1),
-      ...this.retention,
+      removeOnComplete: this.retention.removeOnComplete,
+      removeOnFail: this.retention.removeOnFail,
     });
   }
 
@@ -188,13 +212,30 @@ export class JobQueues {
       jobId: `${stepJobId(taskId, step)}.timeout`,
       delay: delayMs,
       attempts: 1,
-      ...this.retention,
+      removeOnComplete: this.retention.removeOnComplete,
+      removeOnFail: this.retention.removeOnFail,
     });
   }
 
   /** Removes a pending input timeout once the answer came (best effort; the job re-checks anyway). */
   async cancelInputTimeout(taskId: string, step: number): Promise<void> {
     await this.toolsFor(taskId).remove(`${stepJobId(taskId, step)}.timeout`).catch(() => 0);
+  }
+
+  /**
+   * Removes finished jobs of the tools queue older than their retention age (`jobRetention`),
+   * at most `limit` of each kind per shard and call: BullMQ's own age bound runs only when another job
+   * finishes, so a queue that went quiet would keep them (bullmq-notes §6). The reconciler
+   * calls it on every pass. @returns how many completed and failed jobs were removed.
+   */
+  async cleanFinished(limit = 1000): Promise<{ completed: number; failed: number }> {
+    const removed = await Promise.all(
+      this.toolShards.flatMap((q) => [
+        q.clean(this.retention.completedAgeS * 1000, limit, 'completed').then((ids) => ({ completed: ids.length, failed: 0 })),
+        q.clean(this.retention.failedAgeS * 1000, limit, 'failed').then((ids) => ({ completed: 0, failed: ids.length })),
+      ]),
+    );
+    return removed.reduce((a, b) => ({ completed: a.completed + b.completed, failed: a.failed + b.failed }), { completed: 0, failed: 0 });
   }
 
   /**

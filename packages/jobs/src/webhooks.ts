@@ -146,19 +146,22 @@ export class WebhookOutbox {
   };
 
   /**
-   * Reads the fields of the task the body needs (one HMGET; the result only with
-   * TASK_WEBHOOK_INCLUDE_RESULT, so a large result is not read for nothing) and enqueues its
-   * delivery (`enqueueRecord`).
+   * Reads the fields of the task the body needs (one HMGET; with TASK_WEBHOOK_INCLUDE_RESULT the
+   * whole record and its result key, `TaskStore.get`, so a large result is not read for nothing)
+   * and enqueues its delivery (`enqueueRecord`).
    */
   async enqueue(taskId: string): Promise<EnqueueOutcome> {
     if (!this.config.enabled) return 'disabled';
-    const fields = this.config.includeResult ? [...BODY_FIELDS, 'result', 'error'] : BODY_FIELDS;
-    const values = await this.store.redis.hmget(this.store.key(taskId), ...fields);
-    const h: Record<string, string> = {};
-    fields.forEach((f, i) => {
-      if (values[i] !== null && values[i] !== undefined) h[f] = values[i]!;
-    });
-    const rec = parseRecord(taskId, h);
+    let rec: TaskRecord | null;
+    if (this.config.includeResult) rec = await this.store.get(taskId);
+    else {
+      const values = await this.store.redis.hmget(this.store.key(taskId), ...BODY_FIELDS);
+      const h: Record<string, string> = {};
+      BODY_FIELDS.forEach((f, i) => {
+        if (values[i] !== null && values[i] !== undefined) h[f] = values[i]!;
+      });
+      rec = parseRecord(taskId, h);
+    }
     return rec ? this.enqueueRecord(rec) : 'gone';
   }
 

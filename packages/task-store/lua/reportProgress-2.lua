@@ -1,10 +1,11 @@
 -- reportProgress: the running step updates statusMessage / progress (task progress is
 -- statusMessage on tasks/get, T-41). Fenced. On a synchronous call the event is also appended
--- to the task's progress stream (capped, same expiry as the record) and announced on the
+-- to the task's progress stream (capped at ~64; expires keepMs after its last event, never
+-- after the record) and announced on the
 -- task's channel, for the gateway holding the request to relay as notifications/progress (D5).
 -- KEYS[1] task hash, KEYS[2] progress stream
 -- ARGV[1] fence, ARGV[2] now, ARGV[3] statusMessage ('' = keep), ARGV[4] progress JSON ('' = keep),
--- ARGV[5] progress event JSON ('' = none), ARGV[6] notify channel
+-- ARGV[5] progress event JSON ('' = none), ARGV[6] notify channel, ARGV[7] keepMs
 -- Returns {'ok', cancelRequested} or a fence error.
 --@include common
 local key = KEYS[1]
@@ -14,9 +15,8 @@ if ARGV[3] ~= '' then redis.call('HSET', key, 'statusMessage', ARGV[3]) end
 if ARGV[4] ~= '' then redis.call('HSET', key, 'progress', ARGV[4]) end
 redis.call('HSET', key, 'lastUpdatedAt', ARGV[2])
 if ARGV[5] ~= '' and redis.call('HGET', key, 'mode') == 'sync' then
-  local t = redis.call('HMGET', key, 'createdAt', 'ttlMs')
   redis.call('XADD', KEYS[2], 'MAXLEN', '~', 64, '*', 'e', ARGV[5])
-  redis.call('PEXPIREAT', KEYS[2], tonumber(t[1]) + tonumber(t[2]))
+  redis.call('PEXPIREAT', KEYS[2], math.min(expiresAt(key), tonumber(ARGV[2]) + tonumber(ARGV[7] or '300000')))
   notify(ARGV[6], 'progress')
 end
 return {'ok', redis.call('HGET', key, 'cancelRequested') or '0'}

@@ -4,9 +4,15 @@
  * Knows nothing of HTTP or BullMQ.
  *
  * Keys (hash tag per task so one task's keys share a Cluster slot):
- *   `<prefix>:{t:<taskId>}:task`  hash, PEXPIREAT createdAt + ttlMs (T-24)
+ *   `<prefix>:{t:<taskId>}:task`  hash, PEXPIREAT createdAt + ttlMs (T-24); rewritten compactly
+ *                                 when the task ends (only the fields a finished task is read
+ *                                 for, each under 64 bytes: Redis keeps it as a listpack)
+ *   `<prefix>:{t:<taskId>}:result` string: a completed task's CallToolResult JSON, or a failed
+ *                                 one's JSON-RPC error object; written by the terminal script
+ *                                 with exactly the record's expiry (PXAT createdAt + ttlMs)
  *   `<prefix>:{t:<taskId>}:progress` stream of a synchronous call's progress events (capped
- *                                 at ~64 entries), same PEXPIREAT as the hash (D5)
+ *                                 at ~64 entries), PEXPIREAT the earlier of the record's expiry
+ *                                 and the last event + PROGRESS_STREAM_KEEP_MS (D5)
  *   `<prefix>:tasks:reconcile`    zset of live task ids scored by "next check" time (ms);
  *                                 PEXPIRE refreshed on every add (max ttl + 1 day)
  *   `<prefix>:rs:<nonce>`         a spent MRTR continuation (M-07), PX = its lifetime
@@ -230,19 +236,25 @@ type Reply = (string | null)[];
 export class TaskStore {
   private readonly scripts;
   private readonly terminalListeners: TerminalListener[] = [];
+  /** How long a progress stream outlives its last event (ms; PROGRESS_STREAM_KEEP_MS). */
+  readonly progressStreamKeepMs: number;
 
   /**
    * @param clock where "now" comes from for every timestamp and expiry this store writes or
    * compares (createdAt, lastUpdatedAt, PEXPIREAT, holder leases, scores): the apps pass a
    * `RedisClock` (packages/jobs clock.ts), so replicas with wrong clocks agree (case N-11);
    * default the process clock.
+   * @param options.progressStreamKeepMs a synchronous call's progress stream expires this long
+   *        after its last event, never later than the task (ms; default 300,000 = 5 min).
    */
   constructor(
     readonly redis: Redis | Cluster,
     readonly prefix: string,
     readonly clock: { now(): number } = { now: () => Date.now() },
+    options: { progressStreamKeepMs?: number } = {},
   ) {
     this.scripts = loadScripts(redis);
+    this.progressStreamKeepMs = options.progressStreamKeepMs ?? 300_000;
   }
 
   /** Adds a listener told of every task a transition of this store ended (see `TerminalListener`). */
@@ -273,6 +285,14 @@ export class TaskStore {
   /** Hash key of a task. */
   key(taskId: string): string {
     return `${this.prefix}:{t:${taskId}}:task`;
+  }
+
+  /**
+   * A terminal task's outcome: the result JSON of a completed task, the error JSON of a failed
+   * one (none for a cancelled task). Same hash tag and expiry as the record.
+   */
+  resultKey(taskId: string): string {
+    return `${this.prefix}:{t:${taskId}}:result`;
   }
 
   /** Stream of a synchronous call's progress events (`e` = JSON `ProgressEvent`). */
@@ -366,15 +386,23 @@ export class TaskStore {
     await Promise.all([this.redis.zadd(this.reconcileKey, now + afterMs, taskId), this.redis.pexpire(this.reconcileKey, maxTtlMs + 86_400_000)]);
   }
 
-  /** Reads a task, or `null` when it does not exist or has expired. One HGETALL. */
+  /**
+   * Reads a task with its outcome (result or error), or `null` when it does not exist or has
+   * expired. One round trip: HGETALL of the record and GET of its result key, pipelined (the
+   * terminal script writes both at once, so a record read as terminal has its outcome).
+   */
   async get(taskId: string): Promise<TaskRecord | null> {
-    const h = await this.redis.hgetall(this.key(taskId));
-    return parseRecord(taskId, h);
+    const replies = await this.redis.pipeline().hgetall(this.key(taskId)).get(this.resultKey(taskId)).exec();
+    if (!replies) throw new Error('TaskStore.get: pipeline not executed');
+    const [[e1, h], [e2, outcome]] = replies as [[Error | null, Record<string, string>], [Error | null, string | null]];
+    if (e1) throw e1;
+    if (e2) throw e2;
+    return parseRecord(taskId, h, outcome);
   }
 
-  /** Deletes a task record (used only when creation could not complete, D4). */
+  /** Deletes a task's keys (used only when creation could not complete, D4). */
   async remove(taskId: string): Promise<void> {
-    await this.redis.del(this.key(taskId), this.progressKey(taskId));
+    await this.redis.del(this.key(taskId), this.progressKey(taskId), this.resultKey(taskId));
   }
 
   /**
@@ -437,6 +465,7 @@ export class TaskStore {
       update.progress ? JSON.stringify(update.progress) : '',
       update.event ? JSON.stringify(update.event) : '',
       this.channel(taskId),
+      String(this.progressStreamKeepMs),
     )) as Reply;
     const out = toWriteOutcome(r);
     if (out.code === 'ok') return { ...out, cancelRequested: r[1] === '1' };
@@ -537,7 +566,7 @@ export class TaskStore {
    */
   async complete(taskId: string, fence: string, result: Record<string, unknown> | string, statusMessage = '', now = this.clock.now()): Promise<WriteOutcome> {
     const json = typeof result === 'string' ? result : JSON.stringify(result);
-    const r = (await this.scripts.completeTask(this.key(taskId), fence, String(now), json, capStatusMessage(statusMessage), this.channel(taskId))) as Reply;
+    const r = (await this.scripts.completeTask(this.key(taskId), this.resultKey(taskId), fence, String(now), json, capStatusMessage(statusMessage), this.channel(taskId))) as Reply;
     const out = toWriteOutcome(r);
     if (out.code === 'ok') this.ended(taskId);
     return out;
@@ -559,6 +588,7 @@ export class TaskStore {
     const expectStep = 'fence' in by || by.expectStep === undefined ? '' : String(by.expectStep);
     const r = (await this.scripts.failTask(
       this.key(taskId),
+      this.resultKey(taskId),
       fence,
       expectStatus,
       expectStep,
@@ -737,8 +767,13 @@ function toWriteOutcome(r: Reply): WriteOutcome {
   }
 }
 
-/** Builds a `TaskRecord` from a hash, or null for an empty hash (missing/expired). */
-export function parseRecord(taskId: string, h: Record<string, string>): TaskRecord | null {
+/**
+ * Builds a `TaskRecord` from a hash, or null for an empty hash (missing/expired).
+ * @param outcome the task's result key (`TaskStore.resultKey`): the result JSON of a completed
+ *        task or the error JSON of a failed one; records finished before the result key existed
+ *        carry `result` / `error` in the hash, which are read as before.
+ */
+export function parseRecord(taskId: string, h: Record<string, string>, outcome?: string | null): TaskRecord | null {
   if (!h || !h.status) return null;
   const inputRequests: Record<string, unknown> = {};
   const inputResponses: Record<string, unknown> = {};
@@ -770,7 +805,9 @@ export function parseRecord(taskId: string, h: Record<string, string>): TaskReco
   if (h.traceparent) rec.trace = { traceparent: h.traceparent, ...(h.tracestate ? { tracestate: h.tracestate } : {}) };
   if (h.webhookQueuedAt) rec.webhookQueuedAt = Number(h.webhookQueuedAt);
   if (h.progress) rec.progress = JSON.parse(h.progress);
-  if (h.result) rec.result = JSON.parse(h.result);
-  if (h.error) rec.error = JSON.parse(h.error);
+  const result = rec.status === 'completed' ? (outcome ?? h.result) : h.result;
+  const error = rec.status === 'failed' ? (outcome ?? h.error) : h.error;
+  if (result) rec.result = JSON.parse(result);
+  if (error) rec.error = JSON.parse(error);
   return rec;
 }

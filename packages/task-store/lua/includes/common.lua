@@ -2,8 +2,10 @@
 -- Task hash fields: status, owner, tool, args, mode, createdAt, lastUpdatedAt (ms),
 -- ttlMs, pollIntervalMs, step, fence, claimedStep, statusMessage, progress, pending,
 -- req:<key> (outstanding input request JSON), resp:<key> (answer JSON), used:<key>,
--- state, result, error, cancelRequested, jobOwner, reruns, attempt (runs of the claimed step),
--- webhookQueuedAt.
+-- state, result, error, cancelRequested, cancelReason, jobOwner, reruns, attempt (runs of the
+-- claimed step), traceparent, tracestate, holderAt, webhookQueuedAt. A terminal record keeps only
+-- KEPT (see finish); its result or error is in the task's result key (records finished before
+-- that change may still hold `result`/`error`).
 
 -- T-44 (cases N-01, B-14): a client request acts only on a task of its own principal and of the mode
 -- its method serves (`task` for tasks/*, `sync` for a synchronous call's retry). Any other task
@@ -46,13 +48,52 @@ local function checkFence(key, fence)
   return nil
 end
 
--- Moves the task to a terminal status. Clears input bookkeeping.
+-- The record's expiry (unix ms): createdAt + ttlMs, as createTask set it (T-24).
+local function expiresAt(key)
+  local t = redis.call('HMGET', key, 'createdAt', 'ttlMs')
+  return tonumber(t[1]) + tonumber(t[2])
+end
+
+-- Fields a terminal record keeps (issue 8: Redis memory per finished task). Everything else
+-- (args over 64 bytes, caps, state, fence, claimedStep, jobOwner, holderAt, progress, cancelRequested,
+-- cancelReason, pending, tracestate, req:/resp:/used: fields) only served the running task.
+-- Each kept value is short (ids, numbers, a status, a capped statusMessage), so the rewritten
+-- hash stays a listpack (values under hash-max-listpack-value, 64 bytes by default).
+local KEPT = {'owner', 'tool', 'mode', 'createdAt', 'ttlMs', 'pollIntervalMs', 'step', 'reruns', 'traceparent', 'webhookQueuedAt'}
+
+-- Moves the task to a terminal status: the record is rewritten compactly (DEL + HSET, so a
+-- hash that had grown into a hashtable becomes a listpack again) with the same expiry.
+-- The outcome payload (a completed task's result, a failed one's error) is not in the record:
+-- the caller writes it to the task's result key first (`writeOutcome`).
 local function finish(key, status, now, message, channel)
-  delPrefixed(key, 'req:')
-  delPrefixed(key, 'resp:')
-  redis.call('HSET', key, 'status', status, 'lastUpdatedAt', now, 'pending', 0)
-  if message and message ~= '' then
-    redis.call('HSET', key, 'statusMessage', message)
+  local at = expiresAt(key)
+  local vals = redis.call('HMGET', key, unpack(KEPT))
+  if not message or message == '' then message = redis.call('HGET', key, 'statusMessage') end
+  local fields = {'status', status, 'lastUpdatedAt', now}
+  for i, f in ipairs(KEPT) do
+    if vals[i] then
+      fields[#fields + 1] = f
+      fields[#fields + 1] = vals[i]
+    end
   end
+  -- Short arguments stay (they still fit a listpack value): logs and operators can tell tasks apart.
+  local args = redis.call('HGET', key, 'args')
+  if args and string.len(args) <= 64 then
+    fields[#fields + 1] = 'args'
+    fields[#fields + 1] = args
+  end
+  if message and message ~= '' then
+    fields[#fields + 1] = 'statusMessage'
+    fields[#fields + 1] = message
+  end
+  redis.call('DEL', key)
+  redis.call('HSET', key, unpack(fields))
+  redis.call('PEXPIREAT', key, at)
   notify(channel, status)
+end
+
+-- Writes a terminal task's outcome payload (result or error JSON) to its own key, with exactly
+-- the record's expiry (`<prefix>:{t:<taskId>}:result`, same hash tag).
+local function writeOutcome(key, outcomeKey, payload)
+  redis.call('SET', outcomeKey, payload, 'PXAT', expiresAt(key))
 end
