@@ -62,12 +62,23 @@ describe('Sentinel: the service follows a failover', () => {
     assert.notEqual(after, before, 'the Sentinel names another master');
     assert.equal(after, s.replicaPort);
     // A task created after the failover completes: the gateway writes and the worker runs on the new master.
+    // (Known limit, README Deploying: a write the old master accepted between the promotion and
+    // its own demotion is lost when it resyncs; seen once here as a returned handle whose task
+    // was then "not found".)
     const t1 = Date.now();
     const next = await waitFor(async () => {
       const r = await callTool(g, 'slow_echo', { seconds: 0, text: 'after' });
       return r.body.result?.taskId as string | undefined;
     }, 15_000, 100, 'a tools/call accepted after the failover');
-    const done = await pollTask(() => g, next, (t) => t.status !== 'working', 15_000, 50);
+    // Polled as a client that honours 503 + Retry-After does: right after the switch one
+    // connection of the gateway may still be reconnecting to the new master (-32603 "Task store
+    // unavailable"); how long polls fail is what the poller above measures and bounds.
+    const done = await waitFor(async () => {
+      const r = await getTask(g, next);
+      if (r.body.error?.code === -32603) return undefined;
+      if (r.body.error) throw new Error(`tasks/get failed: ${JSON.stringify(r.body.error)}`);
+      return r.body.result?.status !== 'working' ? r.body.result : undefined;
+    }, 15_000, 50, 'the task created after the failover to finish');
     assert.equal(done.status, 'completed', JSON.stringify(done));
     const recoveredMs = Date.now() - t1;
     await sleep(500);
