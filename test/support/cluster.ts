@@ -62,6 +62,30 @@ export interface ThrowawayRedis {
   restart(): Promise<void>;
 }
 
+/**
+ * Waits (10 s at most) until a `redis-server` just spawned answers PING on 127.0.0.1:`port`.
+ * @throws when it does not, or when `proc` exits first (with the end of its stdout when that
+ *         is collected in `output()`).
+ */
+export async function waitForRedisPing(port: number, proc: ChildProcess, output: () => string = () => ''): Promise<void> {
+  const probe = new Redis(port, '127.0.0.1', { lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null });
+  probe.on('error', () => undefined); // refused until the server listens
+  try {
+    await waitFor(async () => {
+      if (proc.exitCode !== null) throw new Error(`redis-server on ${port} exited: ${output()}`);
+      try {
+        await probe.connect();
+        return (await probe.ping()) === 'PONG';
+      } catch {
+        probe.disconnect();
+        return false;
+      }
+    }, 10_000, 50, `redis-server on ${port}`);
+  } finally {
+    probe.disconnect();
+  }
+}
+
 /** Starts a throwaway `redis-server` on a random port (fault tests). */
 export async function startRedis(extraArgs: string[] = []): Promise<ThrowawayRedis> {
   const port = await freePort();
@@ -70,18 +94,7 @@ export async function startRedis(extraArgs: string[] = []): Promise<ThrowawayRed
     const proc = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--dir', dir, ...extraArgs], {
       stdio: ['ignore', 'pipe', 'pipe'],
     });
-    const probe = new Redis(port, '127.0.0.1', { lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null });
-    probe.on('error', () => undefined); // refused until the server listens
-    await waitFor(async () => {
-      try {
-        await probe.connect();
-        return (await probe.ping()) === 'PONG';
-      } catch {
-        probe.disconnect();
-        return false;
-      }
-    }, 10_000, 50, 'redis-server');
-    probe.disconnect();
+    await waitForRedisPing(port, proc);
     return proc;
   };
   const r: ThrowawayRedis = {

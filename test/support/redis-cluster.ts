@@ -9,8 +9,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createServer } from 'node:net';
-import { Redis } from 'ioredis';
-import { freePort, sleep, waitFor } from './cluster.js';
+import { freePort, sleep, waitFor, waitForRedisPing } from './cluster.js';
 
 export interface RedisProc {
   port: number;
@@ -24,22 +23,7 @@ async function spawnRedis(port: number, args: string[]): Promise<RedisProc> {
   const proc = spawn('redis-server', args, { stdio: ['ignore', 'pipe', 'pipe'] });
   let out = '';
   proc.stdout!.on('data', (d: Buffer) => (out = (out + d.toString()).slice(-4000)));
-  const probe = new Redis(port, '127.0.0.1', { lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null });
-  probe.on('error', () => undefined);
-  try {
-    await waitFor(async () => {
-      if (proc.exitCode !== null) throw new Error(`redis-server on ${port} exited: ${out}`);
-      try {
-        await probe.connect();
-        return (await probe.ping()) === 'PONG';
-      } catch {
-        probe.disconnect();
-        return false;
-      }
-    }, 10_000, 50, `redis-server on ${port}`);
-  } finally {
-    probe.disconnect();
-  }
+  await waitForRedisPing(port, proc, () => out);
   return {
     port,
     proc,
