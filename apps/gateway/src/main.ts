@@ -67,9 +67,15 @@ async function main() {
 
   const redis = createRedis(config.redis, 'request', 'mcp-gateway');
   const sub = createRedis(config.redis, 'worker', 'mcp-gateway-sub');
+  // BullMQ's queues (tools, maintenance, webhooks) get a connection of their own: BullMQ defines
+  // its ~50 scripts on the client it is given, and ioredis copies every defined script onto each
+  // pipeline it builds, the automatic per-tick pipeline included. On the request connection that
+  // cost ~50 µs per batch of commands, the largest single cost of a poll (issue 8 §6 profile).
+  const queueRedis = createRedis(config.redis, 'request', 'mcp-gateway-queue');
   try {
     await connectOrExplain(redis, config.redis);
     await connectOrExplain(sub, config.redis);
+    await connectOrExplain(queueRedis, config.redis);
   } catch (e) {
     console.error(`gateway: ${(e as Error).message}`);
     process.exit(1);
@@ -94,7 +100,7 @@ async function main() {
   if (policy && policy !== 'noeviction') log.error({ policy }, 'redis.eviction_policy_unsafe: set maxmemory-policy noeviction; /readyz answers 503 until then (case B-15)');
 
   queues = new JobQueues(
-    redis,
+    queueRedis,
     config.keyPrefix,
     config.task.ttlMs,
     (err) => {
@@ -109,7 +115,7 @@ async function main() {
   });
   const events = new TaskEvents(sub);
   // Completion webhooks (issue 11 §5): a task this gateway ends (tasks/cancel) gets its delivery enqueued.
-  const webhooks = new WebhookOutbox(redis, config.keyPrefix, store, config.webhooks, log);
+  const webhooks = new WebhookOutbox(queueRedis, config.keyPrefix, store, config.webhooks, log);
   store.onTerminal(webhooks.listener);
   const unknownBudgets = Object.keys(config.sync.budgetMsByTool).filter((name) => !registry.get(name));
   if (unknownBudgets.length) log.warn({ tools: unknownBudgets }, 'config.sync_budget_unknown_tools: SYNC_BUDGET_MS_BY_TOOL names tools that are not enabled (MCP_TOOLSETS)');
@@ -216,7 +222,7 @@ async function main() {
     workerTools.stop();
     await Promise.allSettled([ops?.close(), tracing.shutdown()]);
     clock.stop();
-    await Promise.allSettled([queues.close(), webhooks.close(), sub.quit(), redis.quit()]);
+    await Promise.allSettled([queues.close(), webhooks.close(), sub.quit(), queueRedis.quit(), redis.quit()]);
     log.info('gateway.stopped');
     // Lines are written asynchronously (createLogger): the last ones go out before the exit.
     log.flush(() => process.exit(0));

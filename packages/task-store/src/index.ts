@@ -388,15 +388,13 @@ export class TaskStore {
 
   /**
    * Reads a task with its outcome (result or error), or `null` when it does not exist or has
-   * expired. One round trip: HGETALL of the record and GET of its result key, pipelined (the
-   * terminal script writes both at once, so a record read as terminal has its outcome).
+   * expired. One round trip: HGETALL of the record and GET of its result key, sent together (on a
+   * connection with automatic pipelining both go in the same write; no explicit pipeline, whose
+   * construction copies every script defined on the client). The terminal script writes both at
+   * once and Redis runs the two reads in order, so a record read as terminal has its outcome.
    */
   async get(taskId: string): Promise<TaskRecord | null> {
-    const replies = await this.redis.pipeline().hgetall(this.key(taskId)).get(this.resultKey(taskId)).exec();
-    if (!replies) throw new Error('TaskStore.get: pipeline not executed');
-    const [[e1, h], [e2, outcome]] = replies as [[Error | null, Record<string, string>], [Error | null, string | null]];
-    if (e1) throw e1;
-    if (e2) throw e2;
+    const [h, outcome] = await Promise.all([this.redis.hgetall(this.key(taskId)), this.redis.get(this.resultKey(taskId))]);
     return parseRecord(taskId, h, outcome);
   }
 
