@@ -30,7 +30,7 @@ redis.defineCommand('createTask', { numberOfKeys: 1, lua: readFileSync(join(ROOT
 const createTask = (redis as unknown as { createTask(key: string, ...args: string[]): Promise<number> }).createTask.bind(redis);
 // Another prefix than the service's queues: nothing consumes these jobs. The queue has its own
 // connection, as in the gateway (BullMQ's scripts on the read connection make every pipeline dearer).
-const queueRedis = createRedis({ mode: 'single', url: process.env.REDIS_URL!, tls: false }, 'request', 'bench-ceiling-queue');
+const queueRedis = createRedis({ mode: 'single', url: process.env.REDIS_URL!, tls: false }, 'queue', 'bench-ceiling-queue');
 await queueRedis.connect();
 const queue = new Queue('tools', { connection: queueRedis, prefix: `${prefix}:{ceiling}`, streams: { events: { maxLen: 1000 } } });
 const retention = jobRetention(ttlMs);

@@ -71,7 +71,7 @@ async function main() {
   // its ~50 scripts on the client it is given, and ioredis copies every defined script onto each
   // pipeline it builds, the automatic per-tick pipeline included. On the request connection that
   // cost ~50 µs per batch of commands, the largest single cost of a poll (issue 8 §6 profile).
-  const queueRedis = createRedis(config.redis, 'request', 'mcp-gateway-queue');
+  const queueRedis = createRedis(config.redis, 'queue', 'mcp-gateway-queue');
   try {
     await connectOrExplain(redis, config.redis);
     await connectOrExplain(sub, config.redis);

@@ -10,6 +10,10 @@
  *    five round trips cost the gateway a socket write each otherwise). Never used for blocking
  *    commands or subscriptions (those have their own `worker` connections), and never on a
  *    worker, where BullMQ's own ordering of commands matters.
+ *  - `queue`: the gateway's BullMQ queues (adding step jobs). As `request` but not
+ *    auto-pipelined: BullMQ defines its ~50 scripts on this client, and ioredis copies every
+ *    defined script onto each pipeline it builds, the automatic one per event-loop turn too
+ *    (~50 µs each, measured); a job is added with one script call, written at once.
  *  - `worker`: workers and subscribers. Commands wait for the reconnect (BullMQ requires
  *    `maxRetriesPerRequest: null` on blocking connections, for a Cluster in `redisOptions`),
  *    so a finished step's write lands.
@@ -18,7 +22,7 @@
 import { Cluster, Redis, type ClusterOptions, type RedisOptions } from 'ioredis';
 import { describeRedis, type RedisConfig } from '@mcp-tasks/config';
 
-export type RedisRole = 'request' | 'worker';
+export type RedisRole = 'request' | 'queue' | 'worker';
 
 /** A client of any topology: `Redis` (one Redis or Sentinel) or `Cluster`. Same commands. */
 export type RedisClient = Redis | Cluster;
@@ -35,6 +39,10 @@ export const REQUEST_COMMAND_TIMEOUT_MS = 2000;
 
 /** Connection options for a role (one Redis; a Cluster puts them under `redisOptions`). */
 export function redisOptions(role: RedisRole): RedisOptions {
+  if (role === 'queue') {
+    const { enableAutoPipelining: _a, autoPipeliningIgnoredCommands: _i, ...request } = redisOptions('request');
+    return request;
+  }
   return role === 'request'
     ? {
         maxRetriesPerRequest: 1,
