@@ -17,7 +17,7 @@ import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { Redis } from 'ioredis';
 import { JobQueues } from '@mcp-tasks/jobs';
-import { newTaskId, TaskStore } from '@mcp-tasks/task-store';
+import { newTaskId, stepJobId, TaskStore } from '@mcp-tasks/task-store';
 import { sleep, startCluster, waitFor, type Cluster } from '../support/cluster.js';
 import { callTool } from '../support/mcp.js';
 
@@ -131,20 +131,23 @@ describe('fair share through the gateways (issue 10 §4): the whole creation pat
   });
   after(async () => g?.stop());
 
-  it('A creates 1,000 five-second tasks through two gateways; B\'s task then starts within 2 s', async (t) => {
+  it('A creates 1,000 five-second tasks through two gateways; B\'s task is the next to start, before every A task still queued', async (t) => {
     const urls = g.urls;
     // A's tasks take 5 s, so the workers drain at most (slots / 5) per second: the backlog
     // outlives its creation even when creating is slow. With 1-second tasks and the suite run
     // twice at once, the 1,000 creations took about 30 s and the workers ran them as fast as
-    // they came (0 queued when B started): the scenario never put B behind A. Slots still free
-    // up continuously (A's tasks started one after another), so B's wait is unchanged.
+    // they came (0 queued when B started): the scenario never put B behind A.
     const ids = await times(BACKLOG, 20, async (i) => {
       const r = await callTool(urls[i % 2]!, 'slow_echo', { seconds: 5, quiet: true }, { token: A });
       assert.equal(r.body.result?.resultType, 'task', JSON.stringify(r.body));
       return r.body.result!.taskId as string;
     });
+    const jobs = `${g.prefix}:{jobs}:tools`;
     const sent = Date.now();
     const bTask = (await callTool(urls[1]!, 'slow_echo', { seconds: 1, quiet: true }, { token: B })).body.result!.taskId as string;
+    // B's job is in the queue once its handle is back (D4): every A job still waiting now
+    // queued behind B's, whatever their order.
+    const waitingA = (await g.redis.zrange(`${jobs}:prioritized`, 0, -1)).filter((id) => id !== stepJobId(bTask, 1));
     const key = `${g.prefix}:{t:${bTask}}:task`;
     let started = 0;
     for (const end = Date.now() + 60_000; Date.now() < end; await sleep(10)) {
@@ -154,8 +157,18 @@ describe('fair share through the gateways (issue 10 §4): the whole creation pat
       }
     }
     assert.ok(started, 'B\'s task started');
-    t.diagnostic(`through the gateways: B's task started ${started - sent} ms after its tools/call was sent, behind ${ids.length} of A's`);
-    assert.ok(started - sent < 2000, `B waited ${started - sent} ms`);
+    // Which of those started first, by BullMQ's own processedOn (set when a worker takes the
+    // job). How long B waits is not the measure: A's tasks started in waves as they were
+    // created, so the next free slot can be up to one 5-second task away (3.7 s was seen); with
+    // fair share B takes that slot, whenever it comes.
+    const bStart = Number(await g.redis.hget(`${jobs}:${stepJobId(bTask, 1)}`, 'processedOn'));
+    const aStarts = await Promise.all(waitingA.map(async (id) => Number((await g.redis.hget(`${jobs}:${id}`, 'processedOn')) ?? 0)));
+    const overtook = aStarts.filter((at) => at > 0 && at < bStart).length;
+    t.diagnostic(`through the gateways: B's task started ${started - sent} ms after its tools/call was sent; of the ${waitingA.length} A tasks queued then, ${overtook} started before it`);
+    assert.ok(waitingA.length > 100, `A's backlog was queued when B's task was (${waitingA.length} jobs)`);
+    // Workers stamp processedOn from their own clock before their script runs: a job another
+    // slot took in the same moment as B's can carry an earlier stamp. A few, never a share of the backlog.
+    assert.ok(overtook <= 3, `${overtook} of A's queued tasks started before B's`);
     const aQueued = await g.redis.zcard(`${g.prefix}:{jobs}:tools:prioritized`);
     assert.ok(aQueued > 100, `A's backlog was still queued when B started (${aQueued} jobs)`);
   });

@@ -33,9 +33,13 @@ export async function freePort(): Promise<number> {
 
 export const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
-/** Polls `fn` until it returns a truthy value or `timeoutMs` passes. */
+/**
+ * Polls `fn` until it returns a truthy value or `timeoutMs` passes. `what` names the condition in
+ * the timeout's error; a function is called at the timeout, so it can show output gathered while
+ * waiting (a template literal would be built before the wait, when nothing was printed yet).
+ */
 type Falsy = undefined | null | false | 0 | '';
-export async function waitFor<T>(fn: () => Promise<T | Falsy> | T | Falsy, timeoutMs = 10_000, everyMs = 50, what = 'condition'): Promise<T> {
+export async function waitFor<T>(fn: () => Promise<T | Falsy> | T | Falsy, timeoutMs = 10_000, everyMs = 50, what: string | (() => string) = 'condition'): Promise<T> {
   const end = Date.now() + timeoutMs;
   let last: unknown;
   for (;;) {
@@ -45,7 +49,7 @@ export async function waitFor<T>(fn: () => Promise<T | Falsy> | T | Falsy, timeo
     } catch (e) {
       last = e;
     }
-    if (Date.now() > end) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}${last ? `: ${(last as Error).message}` : ''}`);
+    if (Date.now() > end) throw new Error(`timed out after ${timeoutMs} ms waiting for ${typeof what === 'function' ? what() : what}${last ? `: ${(last as Error).message}` : ''}`);
     await sleep(everyMs);
   }
 }
