@@ -147,7 +147,7 @@ describe('fair share through the gateways (issue 10 §4): the whole creation pat
     const bTask = (await callTool(urls[1]!, 'slow_echo', { seconds: 1, quiet: true }, { token: B })).body.result!.taskId as string;
     // B's job is in the queue once its handle is back (D4): every A job still waiting now
     // queued behind B's, whatever their order.
-    const waitingA = (await g.redis.zrange(`${jobs}:prioritized`, 0, -1)).filter((id) => id !== stepJobId(bTask, 1));
+    const waitingA = (await g.redis.zrange(`${jobs}:prioritized`, '0', '-1')).filter((id) => id !== stepJobId(bTask, 1));
     const key = `${g.prefix}:{t:${bTask}}:task`;
     let started = 0;
     for (const end = Date.now() + 60_000; Date.now() < end; await sleep(10)) {
