@@ -335,11 +335,15 @@ async function main() {
   const shutdown = async (sig: string) => {
     if (shuttingDown) return;
     shuttingDown = true;
+    // Stops fetching first, in this tick: close() disconnects BullMQ's blocking connection at
+    // once, so a job enqueued from now on is left to another worker (case B-07b). With the
+    // heartbeat's and the advert's round trips before it, a loaded worker went on fetching for
+    // a while after saying it was draining.
+    const closing = Promise.all([...toolsWorkers.map((w) => w.close()), maintenanceWorker.close(), webhookWorker.close()]);
     log.info({ sig, graceMs: config.worker.shutdownGraceMs }, 'worker.draining');
     // It takes no new step from now on: it no longer counts as a live worker.
     await heartbeat.stop();
     await advert.stop(); // no longer counted by gateways' mismatch check
-    const closing = Promise.all([...toolsWorkers.map((w) => w.close()), maintenanceWorker.close(), webhookWorker.close()]);
     const timer = (ms: number) => new Promise((r) => setTimeout(r, ms).unref());
     const finished = await Promise.race([closing.then(() => true), timer(config.worker.shutdownGraceMs).then(() => false)]);
     if (!finished) {
