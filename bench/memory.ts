@@ -18,6 +18,8 @@ interface MemoryUsage {
   rss: number;
   heapUsed: number;
   heapTotal: number;
+  /** Bytes used per V8 heap space (old_space, code_space, large_object_space, …). */
+  spaces?: Record<string, number>;
 }
 
 async function probe(b: BenchProcesses, gc: boolean): Promise<MemoryUsage> {
@@ -96,7 +98,8 @@ export async function heapSlope(b: BenchProcesses, taskId: string, batches: numb
     const m = await probe(b, true);
     heap.push(m.heapUsed);
     rss.push(m.rss);
-    console.error(`  N-13 batch ${i + 1}/${batches}: ${r.rps} req/s, heapUsed after GC ${mb(m.heapUsed)} MB, RSS ${mb(m.rss)} MB`);
+    const sp = m.spaces ?? {};
+    console.error(`  N-13 batch ${i + 1}/${batches}: ${r.rps} req/s, heapUsed after GC ${mb(m.heapUsed)} MB (old ${mb(sp.old_space ?? 0)}, code ${mb(sp.code_space ?? 0)}, large objects ${mb(sp.large_object_space ?? 0)}), RSS ${mb(m.rss)} MB`);
   }
   const xs = heap.slice(1).map((_, i) => (i + 2) * perBatch);
   const perRequest = slope(xs, heap.slice(1));

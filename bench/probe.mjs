@@ -4,12 +4,14 @@
  * with BENCH_PROBE_PORT set. Nothing in the gateway knows about it, and it does nothing unless
  * that variable is set: production never loads it.
  *
- *   GET http://127.0.0.1:<BENCH_PROBE_PORT>/mem        → process.memoryUsage() (bytes), JSON
+ *   GET http://127.0.0.1:<BENCH_PROBE_PORT>/mem        → process.memoryUsage() (bytes) and `spaces`,
+ *                                                        the bytes used per V8 heap space, JSON
  *   GET http://127.0.0.1:<BENCH_PROBE_PORT>/mem?gc=1   → the same after a full GC (needs --expose-gc)
  *
  * Listens on loopback only, on its own port (never the gateway's).
  */
 import { createServer } from 'node:http';
+import { getHeapSpaceStatistics } from 'node:v8';
 
 const port = Number(process.env.BENCH_PROBE_PORT);
 if (port) {
@@ -23,7 +25,8 @@ if (port) {
       globalThis.gc();
       globalThis.gc(); // a second pass collects what the first one's finalizers released
     }
-    res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(process.memoryUsage()));
+    const spaces = Object.fromEntries(getHeapSpaceStatistics().map((sp) => [sp.space_name, sp.space_used_size]));
+    res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ ...process.memoryUsage(), spaces }));
   });
   server.listen(port, '127.0.0.1');
   server.unref(); // never keeps the gateway alive at shutdown
