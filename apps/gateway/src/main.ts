@@ -72,10 +72,13 @@ async function main() {
   // pipeline it builds, the automatic per-tick pipeline included. On the request connection that
   // cost ~50 µs per batch of commands, the largest single cost of a poll (issue 8 §6 profile).
   const queueRedis = createRedis(config.redis, 'queue', 'mcp-gateway-queue');
+  // For the same reason, task reads (every poll) go through a connection with no script at all.
+  const readRedis = createRedis(config.redis, 'request', 'mcp-gateway-read');
   try {
     await connectOrExplain(redis, config.redis);
     await connectOrExplain(sub, config.redis);
     await connectOrExplain(queueRedis, config.redis);
+    await connectOrExplain(readRedis, config.redis);
   } catch (e) {
     console.error(`gateway: ${(e as Error).message}`);
     process.exit(1);
@@ -83,7 +86,7 @@ async function main() {
   // Redis time for every timestamp and expiry (case N-11): a replica's own clock never counts.
   const clock = new RedisClock(redis);
   await clock.start();
-  const store = new TaskStore(redis, config.keyPrefix, clock, { progressStreamKeepMs: config.sync.progressStreamKeepMs });
+  const store = new TaskStore(redis, config.keyPrefix, clock, { progressStreamKeepMs: config.sync.progressStreamKeepMs, reader: readRedis });
   const presence = new WorkerPresence(redis, config.keyPrefix);
   // Assigned below; the queue's error handler and the gauges need it first.
   let queues: JobQueues;
@@ -91,6 +94,10 @@ async function main() {
   redis.on('error', (err) => {
     metrics.redisErrors.inc({ connection: 'request' });
     log.warn({ err: err.message }, 'redis.error');
+  });
+  readRedis.on('error', (err) => {
+    metrics.redisErrors.inc({ connection: 'read' });
+    log.warn({ err: err.message }, 'redis.read_error');
   });
   sub.on('error', (err) => {
     metrics.redisErrors.inc({ connection: 'subscriber' });
@@ -222,7 +229,7 @@ async function main() {
     workerTools.stop();
     await Promise.allSettled([ops?.close(), tracing.shutdown()]);
     clock.stop();
-    await Promise.allSettled([queues.close(), webhooks.close(), sub.quit(), queueRedis.quit(), redis.quit()]);
+    await Promise.allSettled([queues.close(), webhooks.close(), sub.quit(), queueRedis.quit(), readRedis.quit(), redis.quit()]);
     log.info('gateway.stopped');
     // Lines are written asynchronously (createLogger): the last ones go out before the exit.
     log.flush(() => process.exit(0));

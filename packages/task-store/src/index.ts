@@ -246,16 +246,24 @@ export class TaskStore {
    * default the process clock.
    * @param options.progressStreamKeepMs a synchronous call's progress stream expires this long
    *        after its last event, never later than the task (ms; default 300,000 = 5 min).
+   * @param options.reader the connection `get` reads on (default `redis`): the gateway gives it
+   *        one on which no script is defined, because ioredis copies every script defined on a
+   *        client onto each automatic pipeline it builds, and a poll is nothing but a `get`.
+   *        Same Redis (or master): a read issued after a write's reply sees that write.
    */
   constructor(
     readonly redis: Redis | Cluster,
     readonly prefix: string,
     readonly clock: { now(): number } = { now: () => Date.now() },
-    options: { progressStreamKeepMs?: number } = {},
+    options: { progressStreamKeepMs?: number; reader?: Redis | Cluster } = {},
   ) {
     this.scripts = loadScripts(redis);
     this.progressStreamKeepMs = options.progressStreamKeepMs ?? 300_000;
+    this.reader = options.reader ?? redis;
   }
+
+  /** Where `get` reads (constructor, `options.reader`). */
+  private readonly reader: Redis | Cluster;
 
   /** Adds a listener told of every task a transition of this store ended (see `TerminalListener`). */
   onTerminal(listener: TerminalListener): void {
@@ -394,7 +402,7 @@ export class TaskStore {
    * once and Redis runs the two reads in order, so a record read as terminal has its outcome.
    */
   async get(taskId: string): Promise<TaskRecord | null> {
-    const [h, outcome] = await Promise.all([this.redis.hgetall(this.key(taskId)), this.redis.get(this.resultKey(taskId))]);
+    const [h, outcome] = await Promise.all([this.reader.hgetall(this.key(taskId)), this.reader.get(this.resultKey(taskId))]);
     return parseRecord(taskId, h, outcome);
   }
 
