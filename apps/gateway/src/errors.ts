@@ -76,9 +76,15 @@ export function invalidParams(message: string, data?: unknown): ProtocolError {
   return new ProtocolError(ErrorCode.InvalidParams, message, data);
 }
 
-/** `-32603` while Redis cannot be reached. */
+/** The `-32603` "Task store unavailable" error: a transport that can, answers it with 503 + Retry-After. */
+export class StoreUnavailableError extends ProtocolError {}
+
+/**
+ * `-32603` while Redis cannot be reached, or did not take a write (a failed creation, fewer
+ * replicas than REDIS_WAIT_REPLICAS acknowledged): HTTP 503 with Retry-After on the hot path.
+ */
 export function storeUnavailable(): ProtocolError {
-  return new ProtocolError(ErrorCode.InternalError, 'Task store unavailable; retry later');
+  return new StoreUnavailableError(ErrorCode.InternalError, 'Task store unavailable; retry later');
 }
 
 /**
