@@ -1,10 +1,13 @@
 /**
  * Issue 9 §7: the service through Sentinel (REDIS_SENTINELS, REDIS_SENTINEL_NAME). One master,
- * one replica and three Sentinels (quorum 2) on random ports (test/support/redis-cluster.ts); a
+ * two replicas and three Sentinels (quorum 2) on random ports (test/support/redis-cluster.ts); a
  * gateway and a worker find the master through the Sentinels. A task completes; then `SENTINEL FAILOVER`
  * promotes the replica, and both processes must follow the new master: a task created after it
  * completes, and polls fail (503 / -32603) only briefly. The failover time and the window of
- * failing polls are measured and printed.
+ * failing polls are measured and printed. The gateway runs with REDIS_WAIT_REPLICAS=1, as the
+ * README advises for Sentinel: a handle is returned only once the replica holds the task, so no
+ * handle returned around the failover may later be "not found" (without it, a write the old
+ * master accepted between the promotion and its demotion was lost: seen in CI, twice at once).
  */
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
@@ -16,12 +19,14 @@ describe('Sentinel: the service follows a failover', () => {
   let s: SentinelHandle;
   let c: Cluster;
   before(async () => {
-    s = await startSentinelSetup(3);
+    // Two replicas: after the failover the new master has one at once (see startSentinelSetup),
+    // which REDIS_WAIT_REPLICAS=1 needs to accept a creation.
+    s = await startSentinelSetup(3, 'mcp-test', 2);
     c = await startCluster({
       redisUrl: `redis://127.0.0.1:${s.masterPort}`,
       gateways: 1,
       workers: 1,
-      env: { REDIS_URL: '', REDIS_SENTINELS: s.sentinels, REDIS_SENTINEL_NAME: s.name },
+      env: { REDIS_URL: '', REDIS_SENTINELS: s.sentinels, REDIS_SENTINEL_NAME: s.name, REDIS_WAIT_REPLICAS: '1' },
     });
   });
   after(async () => {
@@ -56,34 +61,41 @@ describe('Sentinel: the service follows a failover', () => {
         await sleep(20);
       }
     })();
-    const before = await s.currentMasterPort();
-    const failoverMs = await s.failover();
-    const after = await s.currentMasterPort();
-    assert.notEqual(after, before, 'the Sentinel names another master');
-    assert.equal(after, s.replicaPort);
-    // A task created after the failover completes: the gateway writes and the worker runs on the new master.
-    // (Known limit, README Deploying: a write the old master accepted between the promotion and
-    // its own demotion is lost when it resyncs; seen once here as a returned handle whose task
-    // was then "not found".)
-    const t1 = Date.now();
-    const next = await waitFor(async () => {
-      const r = await callTool(g, 'slow_echo', { seconds: 0, text: 'after' });
-      return r.body.result?.taskId as string | undefined;
-    }, 15_000, 100, 'a tools/call accepted after the failover');
-    // Polled as a client that honours 503 + Retry-After does: right after the switch one
-    // connection of the gateway may still be reconnecting to the new master (-32603 "Task store
-    // unavailable"); how long polls fail is what the poller above measures and bounds.
-    const done = await waitFor(async () => {
-      const r = await getTask(g, next);
-      if (r.body.error?.code === -32603) return undefined;
-      if (r.body.error) throw new Error(`tasks/get failed: ${JSON.stringify(r.body.error)}`);
-      return r.body.result?.status !== 'working' ? r.body.result : undefined;
-    }, 15_000, 50, 'the task created after the failover to finish');
-    assert.equal(done.status, 'completed', JSON.stringify(done));
-    const recoveredMs = Date.now() - t1;
-    await sleep(500);
-    polling = false;
-    await poller;
+    // The poller stops however this ends (a failed assertion left it polling a stopped gateway
+    // forever, and the test file never exited).
+    const stopPoller = async () => {
+      polling = false;
+      await poller;
+    };
+    let failoverMs: number, recoveredMs: number;
+    try {
+      const before = await s.currentMasterPort();
+      failoverMs = await s.failover();
+      const after = await s.currentMasterPort();
+      assert.notEqual(after, before, 'the Sentinel names another master');
+      assert.ok(s.replicaPorts.includes(after), `the new master ${after} is one of the replicas ${s.replicaPorts.join(', ')}`);
+      // A task created after the failover completes: the gateway writes and the worker run on the
+      // new master. A handle that is returned must stay valid (REDIS_WAIT_REPLICAS=1).
+      const t1 = Date.now();
+      const next = await waitFor(async () => {
+        const r = await callTool(g, 'slow_echo', { seconds: 0, text: 'after' });
+        return r.body.result?.taskId as string | undefined;
+      }, 15_000, 100, 'a tools/call accepted after the failover');
+      // Polled as a client that honours 503 + Retry-After does: right after the switch one
+      // connection of the gateway may still be reconnecting to the new master (-32603 "Task store
+      // unavailable"); how long polls fail is what the poller above measures and bounds.
+      const done = await waitFor(async () => {
+        const r = await getTask(g, next);
+        if (r.body.error?.code === -32603) return undefined;
+        if (r.body.error) throw new Error(`tasks/get failed: ${JSON.stringify(r.body.error)}`);
+        return r.body.result?.status !== 'working' ? r.body.result : undefined;
+      }, 15_000, 50, 'the task created after the failover to finish');
+      assert.equal(done.status, 'completed', JSON.stringify(done));
+      recoveredMs = Date.now() - t1;
+      await sleep(500);
+    } finally {
+      await stopPoller();
+    }
     const windowMs = failures.length ? failures[failures.length - 1]!.at - failures[0]!.at : 0;
     console.log(
       `# sentinel: failover ${failoverMs} ms (SENTINEL FAILOVER → new master named); polls failing for ${windowMs} ms (${failures.length} answers: ${[...new Set(failures.map((f) => f.what))].join(', ')}); new task created and completed ${recoveredMs} ms after`,

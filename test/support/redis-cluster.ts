@@ -109,7 +109,8 @@ export interface SentinelHandle {
   /** The master group name (REDIS_SENTINEL_NAME). */
   name: string;
   masterPort: number;
-  replicaPort: number;
+  /** The replicas' ports, in start order. */
+  replicaPorts: number[];
   /** Port of the current master, as the first Sentinel sees it. */
   currentMasterPort(): Promise<number>;
   /** `SENTINEL FAILOVER <name>` and waits until the Sentinel names the other node; returns the ms it took. */
@@ -118,10 +119,12 @@ export interface SentinelHandle {
 }
 
 /**
- * Starts one master, one replica and `sentinels` Sentinels (quorum = majority) monitoring them as
- * `name`, with short timeouts so a failover takes about a second.
+ * Starts one master, `replicas` replicas and `sentinels` Sentinels (quorum = majority) monitoring
+ * them as `name`, with short timeouts so a failover takes about a second. (After a failover the
+ * Sentinels turn the other replicas to the new master at once, but the old master only when
+ * they next see it, up to about 10 s later: with one replica the new master has none that long.)
  */
-export async function startSentinelSetup(sentinels = 1, name = 'mcp-test'): Promise<SentinelHandle> {
+export async function startSentinelSetup(sentinels = 1, name = 'mcp-test', replicas = 1): Promise<SentinelHandle> {
   const dir = mkdtempSync(join(tmpdir(), 'mcp-sentinel-'));
   const procs: RedisProc[] = [];
   const stop = async () => {
@@ -132,9 +135,13 @@ export async function startSentinelSetup(sentinels = 1, name = 'mcp-test'): Prom
     const common = ['--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--dir', dir, '--maxmemory-policy', 'noeviction'];
     const masterPort = await freePort();
     procs.push(await spawnRedis(masterPort, ['--port', String(masterPort), ...common]));
-    const replicaPort = await freePort();
-    procs.push(await spawnRedis(replicaPort, ['--port', String(replicaPort), ...common, '--replicaof', '127.0.0.1', String(masterPort)]));
-    await waitFor(() => /master_link_status:up/.test(redisCli(['-p', String(replicaPort), 'info', 'replication'])), 10_000, 100, 'replica in sync');
+    const replicaPorts: number[] = [];
+    for (let i = 0; i < replicas; i++) {
+      const replicaPort = await freePort();
+      replicaPorts.push(replicaPort);
+      procs.push(await spawnRedis(replicaPort, ['--port', String(replicaPort), ...common, '--replicaof', '127.0.0.1', String(masterPort)]));
+    }
+    for (const port of replicaPorts) await waitFor(() => /master_link_status:up/.test(redisCli(['-p', String(port), 'info', 'replication'])), 10_000, 100, 'replica in sync');
     const sentinelPorts: number[] = [];
     const quorum = Math.floor(sentinels / 2) + 1;
     for (let i = 0; i < sentinels; i++) {
@@ -158,13 +165,14 @@ export async function startSentinelSetup(sentinels = 1, name = 'mcp-test'): Prom
       procs.push(await spawnRedis(port, [conf, '--sentinel']));
     }
     const ask = (port: number) => Number(redisCli(['-p', String(port), 'sentinel', 'get-master-addr-by-name', name]).trim().split('\n')[1]);
-    // Each Sentinel must know the replica before a failover can pick it.
-    await waitFor(() => sentinelPorts.every((p) => /127\.0\.0\.1/.test(redisCli(['-p', String(p), 'sentinel', 'replicas', name]))), 15_000, 100, 'sentinels see the replica');
+    // Each Sentinel must know the replicas before a failover can pick one.
+    const seen = (p: number) => replicaPorts.every((port) => redisCli(['-p', String(p), 'sentinel', 'replicas', name]).includes(String(port)));
+    await waitFor(() => sentinelPorts.every(seen), 15_000, 100, 'sentinels see the replicas');
     return {
       sentinels: sentinelPorts.map((p) => `127.0.0.1:${p}`).join(','),
       name,
       masterPort,
-      replicaPort,
+      replicaPorts,
       async currentMasterPort() {
         return ask(sentinelPorts[0]!);
       },

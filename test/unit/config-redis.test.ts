@@ -72,6 +72,19 @@ describe('config.redis (case N-10)', () => {
     refused({ REDIS_TLS: 'yes' }, 'REDIS_TLS');
   });
 
+  it('REDIS_WAIT_REPLICAS: off by default; a count with its timeout (default 1000 ms); refused with a Cluster or out of range', () => {
+    assert.equal(loadConfig({}, { role: 'worker' }).redis.waitReplicas, undefined);
+    assert.equal(loadConfig({ REDIS_WAIT_REPLICAS: '0' }, { role: 'worker' }).redis.waitReplicas, undefined);
+    const s = loadConfig({ REDIS_SENTINELS: 's1', REDIS_SENTINEL_NAME: 'm', REDIS_WAIT_REPLICAS: '1' }, { role: 'worker' }).redis;
+    assert.deepEqual([s.waitReplicas, s.waitTimeoutMs], [1, 1000]);
+    const u = loadConfig({ REDIS_WAIT_REPLICAS: '2', REDIS_WAIT_TIMEOUT_MS: '250' }, { role: 'worker' }).redis;
+    assert.deepEqual([u.waitReplicas, u.waitTimeoutMs], [2, 250]);
+    refused({ REDIS_CLUSTER_NODES: 'a:7000', REDIS_WAIT_REPLICAS: '1' }, 'REDIS_WAIT_REPLICAS', 'REDIS_CLUSTER_NODES');
+    refused({ REDIS_WAIT_REPLICAS: '-1' }, 'REDIS_WAIT_REPLICAS');
+    refused({ REDIS_WAIT_REPLICAS: 'one' }, 'REDIS_WAIT_REPLICAS');
+    refused({ REDIS_WAIT_REPLICAS: '1', REDIS_WAIT_TIMEOUT_MS: '0' }, 'REDIS_WAIT_TIMEOUT_MS');
+  });
+
   it('an empty value is unset (REDIS_URL= next to REDIS_CLUSTER_NODES is no conflict)', () => {
     assert.equal(loadConfig({ REDIS_URL: '', REDIS_CLUSTER_NODES: 'a:1', REDIS_SENTINEL_NAME: '' }, { role: 'worker' }).redis.mode, 'cluster');
   });

@@ -4,7 +4,8 @@
  * `sync` (the gateway holds the request until the result).
  *
  * If either write fails the client gets `-32603` and nothing is left behind: the record and the
- * job are removed once Redis answers again (case B-02c). If the client vanishes before the handle
+ * job are removed once Redis answers again (case B-02c). With REDIS_WAIT_REPLICAS, the same
+ * when fewer replicas than that acknowledged both writes within REDIS_WAIT_TIMEOUT_MS. If the client vanishes before the handle
  * reaches it, the route cancels the task (nobody knows its id).
  */
 import { newTaskId, stepJobId, TaskIdTakenError, type TaskMode, type TaskRecord } from '@mcp-tasks/task-store';
@@ -124,6 +125,21 @@ export async function startTask(gw: Gateway, call: Creator, tool: ToolDefinition
     log.error({ err: (e as Error).message, taskId: rec.taskId }, 'task.enqueue_failed');
     void removeAbandoned(gw, rec.taskId, call.principal);
     throw storeUnavailable();
+  }
+  // REDIS_WAIT_REPLICAS: the handle only once replicas hold both writes, so a Sentinel failover
+  // cannot lose a task a client knows of (an old master accepts writes until it is demoted).
+  const need = config.redis.waitReplicas ?? 0;
+  if (need > 0) {
+    const t = config.redis.waitTimeoutMs ?? 1000;
+    const acked = await Promise.all([store.replicasAcked(need, t), queues.replicasAcked(need, t)]).then(
+      (n) => Math.min(...n),
+      () => -1,
+    );
+    if (acked < need) {
+      log.error({ taskId: rec.taskId, acked: Math.max(acked, 0), need }, 'task.not_replicated');
+      void removeAbandoned(gw, rec.taskId, call.principal);
+      throw storeUnavailable();
+    }
   }
   log.info({ taskId: rec.taskId, tool: tool.name, principal: call.principal, mode }, 'task.created');
   gw.metrics?.tasksCreated.inc({ tool: tool.name, mode });

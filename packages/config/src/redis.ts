@@ -15,6 +15,13 @@
  *   REDIS_SENTINEL_PASSWORD   password of the Sentinels (only with REDIS_SENTINELS)
  *   REDIS_TLS                 `true`: TLS to the data nodes (and the Sentinels); default false
  *                             (a `rediss://` REDIS_URL turns it on by itself)
+ *   REDIS_WAIT_REPLICAS       replicas that must acknowledge a task's creation writes (Redis
+ *                             `WAIT`) before its handle is returned; default 0 (off). With
+ *                             Sentinel, 1 keeps a failover from losing a task whose handle a
+ *                             client holds (the old master accepts writes until it is demoted).
+ *                             Not with REDIS_CLUSTER_NODES.
+ *   REDIS_WAIT_TIMEOUT_MS     how long that `WAIT` may take (ms, default 1000); fewer replicas
+ *                             by then: the creation is refused (-32603) and undone
  *
  * Conflicting settings are refused at start with one line naming the variables: cluster and
  * sentinel together, REDIS_URL together with either, a Sentinel name or password without
@@ -34,6 +41,10 @@ interface RedisCommon {
   /** Never logged or returned (see `describeRedis`). */
   password?: string;
   tls: boolean;
+  /** REDIS_WAIT_REPLICAS: replicas that must acknowledge a creation's writes (0 or absent: no `WAIT`). */
+  waitReplicas?: number;
+  /** REDIS_WAIT_TIMEOUT_MS: how long that `WAIT` may block (ms; default 1000). */
+  waitTimeoutMs?: number;
 }
 
 /** `config.redis`: the validated topology. */
@@ -77,6 +88,8 @@ export const REDIS_VARIABLES_SCHEMA = z.object({
   REDIS_PASSWORD: z.string().min(1).optional(),
   REDIS_SENTINEL_PASSWORD: z.string().min(1).optional(),
   REDIS_TLS: z.stringbool({ truthy: ['true'], falsy: ['false'], error: 'must be true or false' }).default(false),
+  REDIS_WAIT_REPLICAS: z.coerce.number().int().min(0).max(16).default(0),
+  REDIS_WAIT_TIMEOUT_MS: z.coerce.number().int().min(10).max(60_000).default(1000),
 });
 
 /**
@@ -94,6 +107,7 @@ export function parseRedisConfig(env: Record<string, string | undefined>): Redis
     ...(e.REDIS_USERNAME ? { username: e.REDIS_USERNAME } : {}),
     ...(e.REDIS_PASSWORD ? { password: e.REDIS_PASSWORD } : {}),
     tls: e.REDIS_TLS,
+    ...(e.REDIS_WAIT_REPLICAS > 0 ? { waitReplicas: e.REDIS_WAIT_REPLICAS, waitTimeoutMs: e.REDIS_WAIT_TIMEOUT_MS } : {}),
   };
   if (e.REDIS_CLUSTER_NODES && e.REDIS_SENTINELS) return { problem: 'REDIS_CLUSTER_NODES and REDIS_SENTINELS: set one of them (a Redis Cluster or Sentinel), not both' };
   if (e.REDIS_URL && (e.REDIS_CLUSTER_NODES || e.REDIS_SENTINELS)) {
@@ -103,7 +117,11 @@ export function parseRedisConfig(env: Record<string, string | undefined>): Redis
     const stray = (['REDIS_SENTINEL_NAME', 'REDIS_SENTINEL_PASSWORD'] as const).find((k) => e[k] !== undefined);
     if (stray) return { problem: `${stray}: only used with REDIS_SENTINELS, which is not set` };
   }
-  if (e.REDIS_CLUSTER_NODES) return { mode: 'cluster', nodes: e.REDIS_CLUSTER_NODES, ...common };
+  if (e.REDIS_CLUSTER_NODES) {
+    // A creation writes to two slots (record, job), likely on two masters: one WAIT cannot cover both.
+    if (e.REDIS_WAIT_REPLICAS > 0) return { problem: 'REDIS_WAIT_REPLICAS: not supported with REDIS_CLUSTER_NODES (a creation writes to more than one master); unset it or set 0' };
+    return { mode: 'cluster', nodes: e.REDIS_CLUSTER_NODES, ...common };
+  }
   if (e.REDIS_SENTINELS) {
     if (!e.REDIS_SENTINEL_NAME) return { problem: 'REDIS_SENTINEL_NAME: required with REDIS_SENTINELS (the master group name the Sentinels monitor)' };
     return {

@@ -172,7 +172,7 @@ export class JobQueues {
    */
   private readonly retention: JobRetention;
 
-  constructor(connection: RedisClient, keyPrefix: string, taskTtlMs: number, onError: (err: Error) => void = () => undefined, shards = 1) {
+  constructor(private readonly connection: RedisClient, keyPrefix: string, taskTtlMs: number, onError: (err: Error) => void = () => undefined, shards = 1) {
     this.retention = jobRetention(taskTtlMs);
     const opts = { connection, prefix: bullPrefix(keyPrefix), streams: { events: { maxLen: EVENTS_MAX_LEN } } };
     this.toolShards = Array.from({ length: Math.max(1, shards) }, (_, i) => new Queue(TOOLS_QUEUE, { ...opts, prefix: toolsPrefix(keyPrefix, i) }));
@@ -180,6 +180,16 @@ export class JobQueues {
     this.maintenance = new Queue(MAINTENANCE_QUEUE, opts);
     for (const q of this.toolShards) q.on('error', onError);
     this.maintenance.on('error', onError);
+  }
+
+  /**
+   * Redis `WAIT` on the queues' connection (every shard's Queue uses the client it was given;
+   * BullMQ shares a passed ioredis instance, not a Cluster: see REDIS_WAIT_REPLICAS): how many replicas
+   * acknowledged every write made on it so far, after at most `timeoutMs` (REDIS_WAIT_REPLICAS,
+   * REDIS_WAIT_TIMEOUT_MS). `WAIT` blocks its connection meanwhile (commands behind it wait).
+   */
+  async replicasAcked(replicas: number, timeoutMs: number): Promise<number> {
+    return Number(await this.connection.call('WAIT', String(replicas), String(timeoutMs)));
   }
 
   /** The tools-queue shard holding the jobs of `taskId`. */

@@ -406,6 +406,14 @@ export class TaskStore {
     return parseRecord(taskId, h, outcome);
   }
 
+  /**
+   * Redis `WAIT` on the store's write connection: how many replicas acknowledged every write made
+   * on it so far, after at most `timeoutMs` (REDIS_WAIT_REPLICAS). Blocks that connection meanwhile.
+   */
+  async replicasAcked(replicas: number, timeoutMs: number): Promise<number> {
+    return Number(await this.redis.call('WAIT', String(replicas), String(timeoutMs)));
+  }
+
   /** Deletes a task's keys (used only when creation could not complete, D4). */
   async remove(taskId: string): Promise<void> {
     await this.redis.del(this.key(taskId), this.progressKey(taskId), this.resultKey(taskId));
