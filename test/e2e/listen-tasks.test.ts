@@ -188,6 +188,31 @@ describe('subscriptions/listen for task status, 2 gateways + 2 workers', () => {
     );
   });
 
+  it('a later state stamped earlier (another process\'s estimate of Redis time, N-11) is still sent: working at step 2, then cancelled stamped 900 ms before it', async () => {
+    // The gateway and the worker stamp lastUpdatedAt each from its own RedisClock; a worker's
+    // terminal write right after a gateway's `working` can carry an earlier stamp. Written here
+    // directly, each write announced on the task's channel as the scripts do.
+    const [g1, g2] = c.urls as [string, string];
+    const ask = await callTool(g2, 'ask_confirm', { question: 'Stamped?' });
+    const askId = ask.body.result?.taskId as string;
+    const parked = await pollTask(() => g2, askId, (r) => r.status === 'input_required', 10_000, 50);
+    const s = sseCall(g1, 'subscriptions/listen', { notifications: { taskIds: [askId] } }, { id: `listen-${randomUUID()}` });
+    open.push(s);
+    await s.waitFrame(isTaskFrame(askId, 'input_required'), 5000);
+    const key = `${c.prefix}:{t:${askId}}:task`;
+    const channel = `${c.prefix}:task:${askId}`;
+    const step = Number(await c.redis.hget(key, 'step'));
+    const at = Date.parse(parked.lastUpdatedAt) + 5000;
+    await c.redis.hset(key, { status: 'working', step: String(step + 1), lastUpdatedAt: String(at) });
+    await c.redis.publish(channel, 'working');
+    await s.waitFrame(isTaskFrame(askId, 'working'), 5000);
+    await c.redis.hset(key, { status: 'cancelled', statusMessage: 'Cancelled by the test', lastUpdatedAt: String(at - 900) });
+    await c.redis.publish(channel, 'cancelled');
+    const end = (await s.waitFrame(isTaskFrame(askId, 'cancelled'), 5000)).message!.params;
+    assert.equal(end.statusMessage, 'Cancelled by the test');
+    assert.deepEqual(statusesOf(s, askId), ['input_required', 'working', 'cancelled']);
+  });
+
   it('T-49: taskIds without declaring the extension on the request → HTTP 400, -32021 naming the extension (both gateways)', async () => {
     const task = await callTool(c.urls[0]!, 'countdown', { seconds: 1 });
     const taskId = task.body.result?.taskId as string;

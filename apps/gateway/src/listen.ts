@@ -89,8 +89,8 @@ export function createTaskListen(deps: Pick<GatewayDeps, 'config' | 'log' | 'sto
     // Subscribe before reading, so a change between the read and the first message is not lost.
     const res = reply.raw;
     let closed = false;
-    /** What was last sent per task: its status, step and `lastUpdatedAt`. */
-    const sent = new Map<string, { status: string; step: number; at: number }>();
+    /** What was last sent per task: its status and step. */
+    const sent = new Map<string, { status: string; step: number }>();
     const unlisten: (() => Promise<void>)[] = [];
     const ids = [...new Set(requested as string[])].filter(isWellFormedTaskId);
     const granted: string[] = [];
@@ -111,8 +111,13 @@ export function createTaskListen(deps: Pick<GatewayDeps, 'config' | 'log' | 'sto
       // between two questions still sees the second question (a new step).
       const last = sent.get(rec.taskId);
       if (last && last.status === rec.status && last.step === rec.step) return;
-      if (last && rec.lastUpdatedAt < last.at) return; // never a state older than one sent
-      sent.set(rec.taskId, { status: rec.status, step: rec.step, at: rec.lastUpdatedAt });
+      // Never a state older than one sent: nothing after a terminal state, nothing of an earlier
+      // step. Reads of one task are one at a time (`refresh`), so within a step they arrive in
+      // order. Not by `lastUpdatedAt`: the gateway and the worker stamp it each from its own
+      // estimate of Redis time (N-11, within 1 s), so a worker's `completed` written right after a
+      // gateway's `working` could carry an earlier stamp, and was dropped for good (seen in CI).
+      if (last && (isTerminal(last.status) || rec.step < last.step)) return;
+      sent.set(rec.taskId, { status: rec.status, step: rec.step });
       writeMessage({
         jsonrpc: '2.0',
         method: 'notifications/tasks',
