@@ -83,6 +83,7 @@ describe('config.redis (case N-10)', () => {
     refused({ REDIS_WAIT_REPLICAS: '-1' }, 'REDIS_WAIT_REPLICAS');
     refused({ REDIS_WAIT_REPLICAS: 'one' }, 'REDIS_WAIT_REPLICAS');
     refused({ REDIS_WAIT_REPLICAS: '1', REDIS_WAIT_TIMEOUT_MS: '0' }, 'REDIS_WAIT_TIMEOUT_MS');
+    refused({ REDIS_WAIT_REPLICAS: '1', REDIS_WAIT_TIMEOUT_MS: '2000' }, 'REDIS_WAIT_TIMEOUT_MS');
   });
 
   it('an empty value is unset (REDIS_URL= next to REDIS_CLUSTER_NODES is no conflict)', () => {

@@ -20,8 +20,9 @@
  *                             Sentinel, 1 keeps a failover from losing a task whose handle a
  *                             client holds (the old master accepts writes until it is demoted).
  *                             Not with REDIS_CLUSTER_NODES.
- *   REDIS_WAIT_TIMEOUT_MS     how long that `WAIT` may take (ms, default 1000); fewer replicas
- *                             by then: the creation is refused (-32603) and undone
+ *   REDIS_WAIT_TIMEOUT_MS     how long that `WAIT` may take (ms, 10-1500, default 1000; the
+ *                             gateway's commands time out after 2 s); fewer replicas by then:
+ *                             the creation is refused (-32603) and undone
  *
  * Conflicting settings are refused at start with one line naming the variables: cluster and
  * sentinel together, REDIS_URL together with either, a Sentinel name or password without
@@ -89,7 +90,8 @@ export const REDIS_VARIABLES_SCHEMA = z.object({
   REDIS_SENTINEL_PASSWORD: z.string().min(1).optional(),
   REDIS_TLS: z.stringbool({ truthy: ['true'], falsy: ['false'], error: 'must be true or false' }).default(false),
   REDIS_WAIT_REPLICAS: z.coerce.number().int().min(0).max(16).default(0),
-  REDIS_WAIT_TIMEOUT_MS: z.coerce.number().int().min(10).max(60_000).default(1000),
+  // At most 1.5 s: the request connection gives any command 2 s (REQUEST_COMMAND_TIMEOUT_MS).
+  REDIS_WAIT_TIMEOUT_MS: z.coerce.number().int().min(10).max(1500).default(1000),
 });
 
 /**
