@@ -52,6 +52,11 @@ interface Started {
   exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
   /** Kills the whole group (cleanup after a failure). */
   killAll(): void;
+  /**
+   * Waits up to 60 s for `done`; fails at once, with what it printed, if npm start exits first.
+   * (Start-up costs about 1.4 CPU-s, which took 22 s at load 27.)
+   */
+  ready(done: () => boolean, what: string): Promise<void>;
 }
 
 /** What `npm start` runs (package.json `scripts.start`; checked below). */
@@ -92,7 +97,15 @@ function npmStart(env: NodeJS.ProcessEnv): Started {
     proc.stderr!.destroy();
     proc.unref();
   };
-  return { proc, lines, json, exited, killAll };
+  const printed = () => `; it printed:\n${lines.join('\n')}`;
+  const ready = (done: () => boolean, what: string) =>
+    Promise.race([
+      waitFor(done, 60_000, 100, () => `${what}${printed()}`).then(() => undefined),
+      exited.then((e) => {
+        if (!done()) throw new Error(`npm start exited (${JSON.stringify(e)}) before ${what}${printed()}`);
+      }),
+    ]);
+  return { proc, lines, json, exited, killAll, ready };
 }
 
 describe('npm start on a fresh machine', () => {
@@ -116,7 +129,11 @@ describe('npm start on a fresh machine', () => {
     const dir = mkdtempSync(join(tmpdir(), 'mcp-start-'));
     cleanup.push(() => rmSync(dir, { recursive: true, force: true }));
     const port = await freePort();
-    const s = npmStart(shellEnv({ LOCAL_REDIS_PORT: String(redisPort), LOCAL_REDIS_DIR: join(dir, 'redis'), PORT: String(port), REDIS_KEY_PREFIX: `test-start-${port}`, MCP_TOOLSETS: 'demo' }));
+    // A port of its own for the worker's /metrics too: the default 9464 is taken when another
+    // npm start runs on the machine (the suite run twice at once: the worker exited with
+    // "cannot listen on 127.0.0.1:9464", and npm start with it, as it should).
+    const workerPort = await freePort();
+    const s = npmStart(shellEnv({ LOCAL_REDIS_PORT: String(redisPort), LOCAL_REDIS_DIR: join(dir, 'redis'), PORT: String(port), WORKER_HTTP_PORT: String(workerPort), REDIS_KEY_PREFIX: `test-start-${port}`, MCP_TOOLSETS: 'demo' }));
     cleanup.push(() => s.killAll());
     // Its Redis runs in its own process group: a failure below must not leave it running.
     let stopped = false;
@@ -125,7 +142,7 @@ describe('npm start on a fresh machine', () => {
       if (pid && !stopped && alive(pid)) process.kill(pid, 'SIGKILL');
     });
 
-    await waitFor(() => s.json().some((l) => l.msg === 'gateway.ready') && s.json().some((l) => l.msg === 'worker.ready'), 60_000, 100, () => `the service to start; it printed:\n${s.lines.join('\n')}`);
+    await s.ready(() => s.json().some((l) => l.msg === 'gateway.ready') && s.json().some((l) => l.msg === 'worker.ready'), 'the service to start');
     const [first] = s.json();
     assert.match(first!.msg, new RegExp(`^start\\.redis_started: no Redis answered on 127\\.0\\.0\\.1:${redisPort}, so npm start runs its own redis-server there \\(append-only file on, data in ${join(dir, 'redis').replace(/[.]/g, '\\.')}\\); it stops with the service$`));
     assert.equal(first!.redis, `redis://127.0.0.1:${redisPort}`);
@@ -154,9 +171,10 @@ describe('npm start on a fresh machine', () => {
     const redis = await startRedis();
     cleanup.push(() => redis.stop());
     const port = await freePort();
-    const s = npmStart(shellEnv({ LOCAL_REDIS_PORT: String(redis.port), PORT: String(port), REDIS_KEY_PREFIX: `test-start-${port}`, MCP_TOOLSETS: 'demo' }));
+    const workerPort = await freePort();
+    const s = npmStart(shellEnv({ LOCAL_REDIS_PORT: String(redis.port), PORT: String(port), WORKER_HTTP_PORT: String(workerPort), REDIS_KEY_PREFIX: `test-start-${port}`, MCP_TOOLSETS: 'demo' }));
     cleanup.push(() => s.killAll());
-    await waitFor(() => s.json().some((l) => l.msg === 'gateway.ready'), 60_000, 100, () => `the gateway; it printed:\n${s.lines.join('\n')}`);
+    await s.ready(() => s.json().some((l) => l.msg === 'gateway.ready'), 'the gateway');
     const [first] = s.json();
     assert.match(first!.msg, new RegExp(`^start\\.redis_found: using the Redis that answers on 127\\.0\\.0\\.1:${redis.port}`));
     assert.equal(s.json().find((l) => l.msg === 'gateway.ready')!.redis, redis.url);
