@@ -15,7 +15,8 @@
  * every workspace is built and no source file is newer than its build, else the sources.
  *
  * Every child gets this process's environment (REDIS_URL, REDIS_KEY_PREFIX, AUTH_*, ...);
- * gateways bind 127.0.0.1 on a port of their own (only nginx talks to them). A child that
+ * gateways bind 127.0.0.1 on a port of their own (only nginx talks to them); worker i serves
+ * /metrics, /healthz, /readyz on WORKER_HTTP_PORT + i - 1 (9464, 9465, …; `0` = any free port). A child that
  * exits on its own is restarted after 1 s, on the same port (as `restart: unless-stopped`
  * does): SIGTERM one gateway or worker to watch a drain. A child that cannot start (exits
  * before it is ready) stops the stack with exit code 1. The nginx binary: $NGINX_BIN,
@@ -149,6 +150,16 @@ if (!nginxBin) {
   process.exit(1);
 }
 
+/**
+ * WORKER_HTTP_PORT of worker `index` (1-based): one port each on this host (in the compose file
+ * each container has its own 9464). A number N (default 9464) gives N, N+1, …; `0` (any free
+ * port) and `off` stay as they are. The port each worker took is in `stack.ready`.
+ */
+function workerHttpPort(index) {
+  const v = process.env.WORKER_HTTP_PORT?.trim() || '9464';
+  return /^[1-9]\d*$/.test(v) ? String(Number(v) + index - 1) : v;
+}
+
 let stopping = false;
 /** Every gateway and worker: name, kind, port (gateways), the running process. */
 const children = [];
@@ -160,6 +171,7 @@ const children = [];
 function launch(child) {
   const env = { ...process.env };
   if (child.kind === 'gateway') Object.assign(env, { HOST: '127.0.0.1', PORT: String(child.port ?? 0) });
+  if (child.kind === 'worker') env.WORKER_HTTP_PORT = workerHttpPort(child.index);
   const proc = spawn(process.execPath, appArgs(mode, child.kind), { cwd: root, env, stdio: ['ignore', 'pipe', 'pipe'] });
   child.proc = proc;
   child.startedAt = Date.now();
@@ -177,6 +189,7 @@ function launch(child) {
       ready = true;
       child.everReady = true;
       if (child.kind === 'gateway') child.port = Number(new URL(l.url).port);
+      if (child.kind === 'worker') child.http = l.http;
       child.crashes = 0;
       resolve(child.port);
     };
@@ -263,7 +276,7 @@ for (const sig of ['SIGINT', 'SIGTERM']) {
 async function main() {
   say(`starting ${nGateways} gateway(s) and ${nWorkers} worker(s) from ${mode === 'dist' ? 'the compiled JS (dist/)' : 'the TypeScript sources (tsx)'}: ${why}; Redis: ${redactedRedisUrl()}`);
   for (let i = 1; i <= nGateways; i++) children.push({ name: `gateway-${i}`, kind: 'gateway' });
-  for (let i = 1; i <= nWorkers; i++) children.push({ name: `worker-${i}`, kind: 'worker' });
+  for (let i = 1; i <= nWorkers; i++) children.push({ name: `worker-${i}`, kind: 'worker', index: i });
   try {
     await Promise.all(children.map((c) => launch(c)));
   } catch (e) {
@@ -307,7 +320,7 @@ async function main() {
       mode,
       nginx: { pid: nginx.pid, dir: nginxDir, accessLog: join(nginxDir, 'access.log') },
       gateways: gateways.map((g) => ({ name: g.name, pid: g.proc.pid, port: g.port })),
-      workers: children.filter((c) => c.kind === 'worker').map((w) => ({ name: w.name, pid: w.proc.pid })),
+      workers: children.filter((c) => c.kind === 'worker').map((w) => ({ name: w.name, pid: w.proc.pid, http: w.http })),
     }),
   );
   say(`MCP endpoint: ${url}   (nginx → ${gateways.map((g) => `127.0.0.1:${g.port}`).join(', ')}; access log ${join(nginxDir, 'access.log')}). Ctrl-C stops everything.`);

@@ -376,11 +376,13 @@ describe('measured with the shipped worker settings (packages/config defaults)',
 });
 
 describe('npm run stack (scripts/stack.mjs)', () => {
-  it('starts 2 gateways, 1 worker and nginx, serves a task and a synchronous call through nginx, and stops everything on SIGINT', async () => {
+  it('starts 2 gateways, 2 workers (each its own /metrics port) and nginx, serves a task and a synchronous call through nginx, and stops everything on SIGINT', async () => {
     const prefix = `test-${randomBytes(5).toString('hex')}`;
     const port = await freePort();
-    const env = { ...process.env, ...testEnv(prefix, SHARED_REDIS_URL), NODE_ENV: 'test', LOG_LEVEL: 'info' };
-    const proc = spawn(process.execPath, [join(ROOT, 'scripts', 'stack.mjs'), '--port', String(port), '--gateways', '2', '--workers', '1'], { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] });
+    // WORKER_HTTP_PORT=0: the workers' ports are free ones here (the suite may run twice at once);
+    // with a number, worker i takes that number + i - 1 (both workers on 9464 failed before).
+    const env = { ...process.env, ...testEnv(prefix, SHARED_REDIS_URL), NODE_ENV: 'test', LOG_LEVEL: 'info', WORKER_HTTP_PORT: '0' };
+    const proc = spawn(process.execPath, [join(ROOT, 'scripts', 'stack.mjs'), '--port', String(port), '--gateways', '2', '--workers', '2'], { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] });
     let out = '';
     proc.stdout!.setEncoding('utf8').on('data', (d: string) => (out += d));
     proc.stderr!.setEncoding('utf8').on('data', (d: string) => (out += d));
@@ -393,9 +395,12 @@ describe('npm run stack (scripts/stack.mjs)', () => {
       const readyLine = await waitFor(() => out.split('\n').find((l) => l.startsWith('stack | {"msg":"stack.ready"')), 120_000, 100, 'stack.ready').catch((e: Error) => {
         throw new Error(`${e.message}; output so far:\n${out}`);
       });
-      const ready = JSON.parse(readyLine.slice('stack | '.length)) as { url: string; mode: string; nginx: { pid: number; dir: string }; gateways: { pid: number; port: number }[]; workers: { pid: number }[] };
+      const ready = JSON.parse(readyLine.slice('stack | '.length)) as { url: string; mode: string; nginx: { pid: number; dir: string }; gateways: { pid: number; port: number }[]; workers: { pid: number; http: string }[] };
       assert.equal(ready.url, `http://127.0.0.1:${port}/mcp`);
       assert.equal(ready.gateways.length, 2);
+      assert.equal(ready.workers.length, 2);
+      assert.equal(new Set(ready.workers.map((w) => w.http)).size, 2, `each worker its own port: ${JSON.stringify(ready.workers)}`);
+      for (const w of ready.workers) assert.equal((await fetch(`${w.http}/healthz`)).status, 200, `${w.http}/healthz`);
       const sync = await callTool(ready.url, 'countdown', { seconds: 1 }, { tasks: false });
       assert.equal(sync.body.result?.content?.[0]?.text, 'Countdown from 1 finished.', JSON.stringify(sync.body));
       const made = await callTool(ready.url, 'countdown', { seconds: 1 });
