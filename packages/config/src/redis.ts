@@ -17,8 +17,10 @@
  *                             (a `rediss://` REDIS_URL turns it on by itself)
  *   REDIS_WAIT_REPLICAS       replicas that must acknowledge a task's creation writes (Redis
  *                             `WAIT`) before its handle is returned; default 0 (off). With
- *                             Sentinel, 1 keeps a failover from losing a task whose handle a
- *                             client holds (the old master accepts writes until it is demoted).
+ *                             Sentinel, the number of replicas keeps a failover from losing a
+ *                             task whose handle a client holds (the old master accepts writes
+ *                             until it is demoted; with fewer, a replica still following it can
+ *                             acknowledge).
  *                             Not with REDIS_CLUSTER_NODES.
  *   REDIS_WAIT_TIMEOUT_MS     how long that `WAIT` may take (ms, 10-1500, default 1000; the
  *                             gateway's commands time out after 2 s); fewer replicas by then:
