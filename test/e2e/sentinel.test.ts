@@ -90,7 +90,10 @@ describe('Sentinel: the service follows a failover', () => {
           refused++;
         }
         return r.body.result?.taskId as string | undefined;
-      }, 40_000, 100, 'a tools/call accepted after the failover');
+        // Once a second, nearer a client that honours Retry-After (5 s) than a tight loop: each
+        // refused creation holds the gateway's request connection for its WAIT, and back-to-back
+        // ones kept the health check waiting (polls got 503 for up to 7.5 s at 100 ms).
+      }, 40_000, 1000, 'a tools/call accepted after the failover');
       // Polled as a client that honours 503 + Retry-After does: right after the switch one
       // connection of the gateway may still be reconnecting to the new master (-32603 "Task store
       // unavailable"); how long polls fail is what the poller above measures and bounds.
