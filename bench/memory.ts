@@ -3,10 +3,10 @@
  * (bench/probe.mjs):
  *  - RSS and heap while 10,000 different tasks are polled (each request the next task id, every
  *    task polled once);
- *  - case N-13 (shared/cases/cases.md): 50,000 mixed requests (`tools/list`, `tools/call` of an
- *    inline tool, `tools/call` creating a task, `tasks/get`) in batches of 5,000, a forced full
- *    GC and a `heapUsed` sample after each; the least-squares slope of heapUsed after the
- *    warm-up batches, in bytes per request.
+ *  - case N-13 (shared/cases/cases.md): mixed requests (`tools/list`, `tools/call` of an inline
+ *    tool, `tools/call` creating a task, `tasks/get`) in batches of 5,000 (run.ts: 12 batches);
+ *    after each, `SETTLE_MS` for its last requests to finish, a forced full GC and a `heapUsed`
+ *    sample; the least-squares slope of heapUsed after the warm-up batches, in bytes per request.
  */
 import { sleep } from '../test/support/cluster.js';
 import type { BenchProcesses } from './processes.js';
@@ -93,7 +93,7 @@ const SETTLE_MS = 1500;
 /**
  * Case N-13 on the `hot` gateway: `batches` × `perBatch` mixed requests at 20 connections; the
  * slope is fitted after the first `warmup` batches (a gateway that served nothing before fills
- * its bounded caches and JIT state over the first ~10,000 requests: +15 MB, then flat).
+ * its bounded caches and JIT state over the first ~10,000 requests: about +10 MB, then flat).
  */
 export async function heapSlope(b: BenchProcesses, taskId: string, batches: number, perBatch: number, warmup = 1): Promise<HeapSlopeFigure> {
   const k = b.apiKey;

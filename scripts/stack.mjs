@@ -161,7 +161,7 @@ function workerHttpPort(index) {
 }
 
 let stopping = false;
-/** Every gateway and worker: name, kind, port (gateways), the running process. */
+/** Every gateway and worker: name, kind, port (gateways), index and /metrics URL `http` (workers), the running process. */
 const children = [];
 
 /**

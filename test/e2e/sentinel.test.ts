@@ -3,7 +3,7 @@
  * two replicas and three Sentinels (quorum 2) on random ports (test/support/redis-cluster.ts); a
  * gateway and a worker find the master through the Sentinels. A task completes; then `SENTINEL FAILOVER`
  * promotes the replica, and both processes must follow the new master: a task created after it
- * completes, and polls fail (503 / -32603) only briefly. The failover time and the window of
+ * completes, and polls fail (503 / -32603) for a few seconds at most. The failover time and the window of
  * failing polls are measured and printed. The gateway runs with REDIS_WAIT_REPLICAS=2 (every
  * replica), as the README advises for Sentinel: a handle is returned only once every replica
  * holds the task, so no handle returned around the failover may later be "not found" (without
@@ -44,7 +44,7 @@ describe('Sentinel: the service follows a failover', () => {
     assert.equal(done.status, 'completed', JSON.stringify(done));
   });
 
-  it('SENTINEL FAILOVER: gateway and worker follow the new master; polls fail only briefly; a new task completes', async () => {
+  it('SENTINEL FAILOVER: gateway and worker follow the new master; polls fail for under 10 s; no handle is lost; a new task completes', async () => {
     const g = c.urls[0]!;
     const made = await callTool(g, 'slow_echo', { seconds: 0, text: 'probe' });
     const probeId = made.body.result!.taskId as string;

@@ -118,6 +118,8 @@ const STORE_ERROR_TEXT = /Connection is closed|Stream isn't writeable|enableOffl
 
 /** Whether `e` is a failure of Redis (unreachable, timed out, or a command Redis refused), not of this service's logic. */
 export function isStoreError(e: unknown): boolean {
+  // Ours: a handler already turned a failed write into "Task store unavailable" (task-create.ts).
+  if (e instanceof StoreUnavailableError) return true;
   if (!(e instanceof Error)) return false;
   return STORE_ERROR_NAMES.has(e.name) || STORE_ERROR_TEXT.test(e.message);
 }

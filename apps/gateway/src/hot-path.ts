@@ -30,7 +30,7 @@ import { newErrorId } from '@mcp-tasks/observability';
 import { toCreateTaskResult } from '@mcp-tasks/task-store';
 import type { Classification, McpBody } from './classify.js';
 import { SERVER_INFO, type Exchange, type Gateway } from './context.js';
-import { clientErrorOf, ErrorCode, isStoreError, StoreUnavailableError } from './errors.js';
+import { clientErrorOf, ErrorCode, isStoreError } from './errors.js';
 import { partitionInputResponses } from './answers.js';
 import { cancelTask, gateTasks, getTask, updateTask } from './tasks-methods.js';
 import { startTask } from './task-create.js';
@@ -110,8 +110,7 @@ export async function serveHot(gw: Gateway, c: Classification, body: McpBody, ex
     // unavailable" with 503 + Retry-After, like the route's answer while Redis is known away.
     const err = clientErrorOf(e, gw.log, c.method ?? 'unknown', newErrorId);
     const error = { code: err.code, message: err.message, ...(err.data !== undefined ? { data: err.data } : {}) };
-    // The same for a write the handler itself reported as not taken (task-create.ts).
-    if (isStoreError(e) || e instanceof StoreUnavailableError) {
+    if (isStoreError(e)) {
       reply.header('retry-after', '5');
       send(reply, 503, { jsonrpc: '2.0', id, error });
       return;
