@@ -26,6 +26,14 @@ describe('synchronous calls (no Tasks extension on the request)', () => {
     return out;
   }
 
+  /** What the workers logged about the reconciler and `taskId`, for a failure's message. */
+  function reconcileLogs(taskId: string) {
+    return JSON.stringify(c.workers.flatMap((w, i) => w.logs
+      .filter((l) => l.taskId === taskId || String(l.msg).startsWith('reconcile') || String(l.msg).startsWith('maintenance'))
+      .slice(-30)
+      .map((l) => ({ worker: i, time: l.time, msg: l.msg, ...(l.taskId ? { taskId: l.taskId } : {}), ...(l.redisBackForMs !== undefined ? { redisBackForMs: l.redisBackForMs } : {}), ...(l.err ? { err: l.err } : {}) }))));
+  }
+
   it('countdown returns its CallToolResult, never a task (T-01)', async () => {
     const r = await callTool(c.urls[0]!, 'countdown', { seconds: 2 }, { tasks: false });
     assert.equal(r.status, 200);
@@ -78,7 +86,7 @@ describe('synchronous calls (no Tasks extension on the request)', () => {
     const final = await waitFor(async () => {
       const t = (await syncTasks('slow_echo')).find((x) => x.taskId === task.taskId);
       return t && t.status !== 'working' ? t : undefined;
-    }, 15_000, 100, 'the orphaned call to be cancelled');
+    }, 15_000, 100, () => `the orphaned call to be cancelled; the workers' reconcile logs: ${reconcileLogs(task.taskId!)}`);
     assert.equal(final.status, 'cancelled');
     assert.match(final.statusMessage ?? '', /the request that started it is gone/, JSON.stringify(final));
     assert.ok(Date.now() - killedAt < 12_000);

@@ -8,10 +8,19 @@
  * by then (gateways renew at once on reconnect), so only the calls of a gateway that really
  * died are cancelled.
  *
- * One PING at a time (to every master of a Cluster, case N-10), every `everyMs` (500 ms): Redis counts as away from the moment a PING has
- * been unanswered for more than `awayAfterMs` (1 s) or the connection is down, until a PING is
- * answered again. Durations use the monotonic clock (`performance.now()`), never the wall
- * clock. At start Redis counts as continuously reachable (the process just reached it).
+ * One PING at a time (to every master of a Cluster, case N-10), every `everyMs` (500 ms): Redis
+ * counts as away from the moment a PING has been unanswered for more than `awayAfterMs` (1 s),
+ * has failed, or the connection is down, until a PING is answered again. Durations use the
+ * monotonic clock (`performance.now()`), never the wall clock. At start Redis counts as
+ * continuously reachable (the process just reached it).
+ *
+ * A stall of this process is not an outage of Redis: when the event loop was blocked or starved
+ * of CPU (a busy machine), the timer that finds a PING overdue runs before the reply already
+ * waiting on the socket is read. So an overdue PING counts only after pending I/O has been read
+ * (`setImmediate`), and a reply's own round-trip time is not a verdict: a reply that came at all
+ * was read, and a PING that Redis left unanswered for long is caught by the ticks meanwhile.
+ * Consequence: a Redis pause shorter than `awayAfterMs + everyMs` (1.5 s) may go unseen, far
+ * shorter than the gap a live holder's renewals survive (SYNC_HOLDER_TIMEOUT_MS × 2/3).
  */
 import { performance } from 'node:perf_hooks';
 import { pingAll, type RedisClient } from '@mcp-tasks/jobs';
@@ -37,8 +46,15 @@ export function watchContinuity(redis: RedisClient, o: { everyMs?: number; awayA
   };
   const tick = () => {
     if (pingSentAt !== undefined) {
-      // One PING at a time: an unanswered one is waited for, and counts against Redis.
-      if (now() - pingSentAt > awayAfterMs) markAway();
+      // One PING at a time: an unanswered one is waited for, and counts against Redis once
+      // what is already on the socket has been read (its reply may be there: this process
+      // may have been the one that stalled).
+      const sentAt = pingSentAt;
+      if (now() - sentAt > awayAfterMs) {
+        setImmediate(() => {
+          if (pingSentAt === sentAt) markAway();
+        });
+      }
       return;
     }
     if (redis.status !== 'ready') {
@@ -48,9 +64,7 @@ export function watchContinuity(redis: RedisClient, o: { everyMs?: number; awayA
     pingSentAt = now();
     pingAll(redis).then(
       () => {
-        const answeredAfter = now() - pingSentAt!;
         pingSentAt = undefined;
-        if (answeredAfter > awayAfterMs) markAway();
         if (away) {
           away = false;
           backAt = now();
