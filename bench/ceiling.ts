@@ -26,13 +26,26 @@ const ttlMs = Number(process.env.CEILING_TTL_MS ?? 86_400_000);
 const template = Object.entries(JSON.parse(process.env.CEILING_RECORD ?? '{}') as Record<string, string>).flat();
 const redis = createRedis({ mode: 'single', url: process.env.REDIS_URL!, tls: false }, 'request', 'bench-ceiling');
 await redis.connect();
-redis.defineCommand('createTask', { numberOfKeys: 1, lua: readFileSync(join(ROOT, 'packages', 'task-store', 'lua', 'createTask-1.lua'), 'utf8') });
-const createTask = (redis as unknown as { createTask(key: string, ...args: string[]): Promise<number> }).createTask.bind(redis);
+redis.defineCommand('createTask', {
+  numberOfKeys: 1,
+  lua: readFileSync(join(ROOT, 'packages', 'task-store', 'lua', 'createTask-1.lua'), 'utf8'),
+});
+const createTask = (
+  redis as unknown as { createTask(key: string, ...args: string[]): Promise<number> }
+).createTask.bind(redis);
 // Another prefix than the service's queues: nothing consumes these jobs. The queue has its own
 // connection, as in the gateway (BullMQ's scripts on the read connection make every pipeline dearer).
-const queueRedis = createRedis({ mode: 'single', url: process.env.REDIS_URL!, tls: false }, 'queue', 'bench-ceiling-queue');
+const queueRedis = createRedis(
+  { mode: 'single', url: process.env.REDIS_URL!, tls: false },
+  'queue',
+  'bench-ceiling-queue',
+);
 await queueRedis.connect();
-const queue = new Queue('tools', { connection: queueRedis, prefix: `${prefix}:{ceiling}`, streams: { events: { maxLen: 1000 } } });
+const queue = new Queue('tools', {
+  connection: queueRedis,
+  prefix: `${prefix}:{ceiling}`,
+  streams: { events: { maxLen: 1000 } },
+});
 const retention = jobRetention(ttlMs);
 
 interface RpcBody {
@@ -51,7 +64,11 @@ app.post('/create', async (req) => {
   const taskId = newTaskId();
   const now = Date.now();
   await createTask(`${prefix}:{t:${taskId}}:task`, String(now + ttlMs), ...template);
-  await queue.add('step', { taskId, step: 1 }, { jobId: stepJobId(taskId, 1), attempts: 1, priority: fairPriority(1), ...retention });
+  await queue.add(
+    'step',
+    { taskId, step: 1 },
+    { jobId: stepJobId(taskId, 1), attempts: 1, priority: fairPriority(1), ...retention },
+  );
   return { jsonrpc: '2.0', id: body.id ?? null, result: { resultType: 'task', task: { taskId, status: 'working' } } };
 });
 await app.listen({ host: '127.0.0.1', port: 0 });

@@ -34,7 +34,10 @@ function packageOf(url: string): string {
 }
 
 /** Self time by function and by package, the `top` of each. */
-export function profileSummary(file: string, top = 25): { busyMs: number; functions: SelfTime[]; packages: SelfTime[] } {
+export function profileSummary(
+  file: string,
+  top = 25,
+): { busyMs: number; functions: SelfTime[]; packages: SelfTime[] } {
   const p = JSON.parse(readFileSync(file, 'utf8')) as { nodes: ProfileNode[]; samples: number[]; timeDeltas: number[] };
   const byId = new Map(p.nodes.map((n) => [n.id, n]));
   const fns = new Map<string, number>();
@@ -62,7 +65,12 @@ export function profileSummary(file: string, top = 25): { busyMs: number; functi
 /** The summary as text lines. */
 export function formatSummary(s: ReturnType<typeof profileSummary>): string {
   const line = (r: SelfTime) => `${String(r.pct).padStart(5)} %  ${String(r.ms).padStart(6)} ms  ${r.what}`;
-  return [`busy ${s.busyMs} ms; self time by package:`, ...s.packages.slice(0, 12).map(line), 'by function:', ...s.functions.map(line)].join('\n');
+  return [
+    `busy ${s.busyMs} ms; self time by package:`,
+    ...s.packages.slice(0, 12).map(line),
+    'by function:',
+    ...s.functions.map(line),
+  ].join('\n');
 }
 
 if (process.argv[1] && fileURLToPath(import.meta.url) === process.argv[1]) {

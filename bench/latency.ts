@@ -6,7 +6,9 @@
  *    transition's PUBLISH), for a running job created on another gateway than the one that
  *    cancels, the job on the worker process;
  *  - progress relay: the tool's `ctx.progress` on the worker → the client reads the
- *    `notifications/progress` event off the gateway's SSE response (synchronous calls).
+ *    `notifications/progress` event off the gateway's SSE response (synchronous calls);
+ *  - result after the completion: the task's `completed` announcement → the result frame of a
+ *    synchronous call whose last progress came right before it.
  * Clocks: `side_effect` and the baseline worker stamp `performance.timeOrigin +
  * performance.now()` (sub-ms, the same clock as `wallMs` here); `progress_sync` stamps
  * `Date.now()` (whole ms; the target is 50 ms).
@@ -25,11 +27,16 @@ import { percentiles, wallMs, type Percentiles } from './stats.js';
 let markers = 0;
 
 /** Calls `side_effect(marker, delaySeconds)` as a task on `url`; returns the handle's arrival time and the task id. */
-async function startSideEffect(b: BenchProcesses, url: string, delaySeconds: number): Promise<{ marker: string; taskId: string; handleAt: number }> {
+async function startSideEffect(
+  b: BenchProcesses,
+  url: string,
+  delaySeconds: number,
+): Promise<{ marker: string; taskId: string; handleAt: number }> {
   const marker = `m${++markers}`;
   const r = await callTool(url, 'side_effect', { marker, delaySeconds }, { token: b.apiKey });
   const handleAt = wallMs();
-  if (r.body.result?.resultType !== 'task') throw new Error(`side_effect: no task handle: ${JSON.stringify(r.body).slice(0, 300)}`);
+  if (r.body.result?.resultType !== 'task')
+    throw new Error(`side_effect: no task handle: ${JSON.stringify(r.body).slice(0, 300)}`);
   return { marker, taskId: r.body.result.taskId as string, handleAt };
 }
 
@@ -63,7 +70,10 @@ export async function dispatch(b: BenchProcesses, rounds: number, perRound: numb
     const t0 = wallMs();
     await queue.add('step', { i: n }, { jobId: `b.${n}`, attempts: 1, priority: fairPriority(1), ...retention });
     const t1 = wallMs();
-    const at = await Promise.race([started, sleep(10_000).then(() => Promise.reject(new Error('baseline job never ran')))]);
+    const at = await Promise.race([
+      started,
+      sleep(10_000).then(() => Promise.reject(new Error('baseline job never ran'))),
+    ]);
     waiting.delete(n);
     return { fromCall: at - t0, fromResolved: at - t1 };
   };
@@ -133,11 +143,15 @@ export async function cancelToTerminal(b: BenchProcesses, n: number): Promise<Ca
       const c = await cancelTask(b.hot.url!, s.taskId, { token: b.apiKey });
       ack.push(wallMs() - t0);
       if (c.body.error) throw new Error(`tasks/cancel failed: ${JSON.stringify(c.body.error)}`);
-      const at = await Promise.race([terminal, sleep(10_000).then(() => Promise.reject(new Error(`task ${s.taskId} never reached cancelled`)))]);
+      const at = await Promise.race([
+        terminal,
+        sleep(10_000).then(() => Promise.reject(new Error(`task ${s.taskId} never reached cancelled`))),
+      ]);
       waiting.delete(channel);
       toTerminal.push(at - t0);
       const g = await getTask(b.hot.url!, s.taskId, { token: b.apiKey });
-      if (g.body.result?.status !== 'cancelled') throw new Error(`not cancelled: ${JSON.stringify(g.body).slice(0, 300)}`);
+      if (g.body.result?.status !== 'cancelled')
+        throw new Error(`not cancelled: ${JSON.stringify(g.body).slice(0, 300)}`);
     }
   } finally {
     sub.disconnect();
@@ -149,9 +163,19 @@ export async function cancelToTerminal(b: BenchProcesses, n: number): Promise<Ca
  * Progress relay: `calls` concurrent synchronous `progress_sync(steps, intervalSeconds)` calls
  * (interval above PROGRESS_MIN_INTERVAL_MS, so no event is held back by the rate cap).
  */
-export async function progressRelay(b: BenchProcesses, calls: number, steps: number, intervalSeconds: number): Promise<Percentiles> {
+export async function progressRelay(
+  b: BenchProcesses,
+  calls: number,
+  steps: number,
+  intervalSeconds: number,
+): Promise<Percentiles> {
   const ks = Array.from({ length: calls }, (_, i) =>
-    sseCall(b.hot.url!, 'tools/call', { name: 'progress_sync', arguments: { steps, intervalSeconds, stamp: true } }, { tasks: false, token: b.apiKey, meta: { progressToken: `bench-${i}` } }),
+    sseCall(
+      b.hot.url!,
+      'tools/call',
+      { name: 'progress_sync', arguments: { steps, intervalSeconds, stamp: true } },
+      { tasks: false, token: b.apiKey, meta: { progressToken: `bench-${i}` } },
+    ),
   );
   await Promise.all(ks.map((k) => k.done));
   const lat: number[] = [];
@@ -162,6 +186,45 @@ export async function progressRelay(b: BenchProcesses, calls: number, steps: num
       if (m) lat.push(p.at - Number(m[1]));
     }
   }
-  if (lat.length < calls * steps * 0.9) throw new Error(`progress relay: only ${lat.length} of ${calls * steps} events arrived`);
+  if (lat.length < calls * steps * 0.9)
+    throw new Error(`progress relay: only ${lat.length} of ${calls * steps} events arrived`);
   return percentiles(lat);
+}
+
+/**
+ * Result after the completion: `calls` sequential synchronous `progress_sync` calls whose last
+ * progress is published right before the completion (half 1 step at once, half 2 steps 200 ms
+ * apart), from the completion's announcement on the task's channel (as this process receives
+ * it) to the result frame on the SSE response (ms). The gateway, woken by that last progress,
+ * must see the completion at once: a lost status message would show here as up to 1 s, the
+ * synchronous call's backstop re-read (case B-12e).
+ */
+export async function resultAfterCompletion(b: BenchProcesses, calls: number): Promise<Percentiles> {
+  const sub = new Redis(b.redis.url, { connectionName: 'bench-own' });
+  let announcedAt: number | undefined;
+  sub.on('pmessage', (_p: string, _channel: string, msg: string) => {
+    if (msg === 'completed') announcedAt ??= Date.now(); // the SSE frames' clock
+  });
+  await sub.psubscribe(`${PREFIX}:task:*`);
+  const delays: number[] = [];
+  try {
+    for (let i = 0; i < calls; i++) {
+      announcedAt = undefined;
+      const [steps, intervalSeconds] = i % 2 ? [2, 0.2] : [1, 0];
+      const k = sseCall(
+        b.hot.url!,
+        'tools/call',
+        { name: 'progress_sync', arguments: { steps, intervalSeconds } },
+        { tasks: false, token: b.apiKey, meta: { progressToken: `bench-done-${i}` } },
+      );
+      await k.done;
+      if (!k.final()?.result || k.progress().length !== steps)
+        throw new Error(`progress_sync: no result or not every progress: ${k.raw().slice(0, 300)}`);
+      const at = await waitFor(() => announcedAt, 10_000, 1, 'the completion announced');
+      delays.push(k.frames.at(-1)!.at - at);
+    }
+  } finally {
+    sub.disconnect();
+  }
+  return percentiles(delays);
 }

@@ -59,7 +59,9 @@ async function run(spec: LoadSpec): Promise<LoadResult> {
       method: 'POST' as const,
       headers: r.headers,
       body: r.body,
-      ...(variants.length ? { setupRequest: (req: autocannon.Request) => ({ ...req, ...variants[next++ % variants.length]! }) } : {}),
+      ...(variants.length
+        ? { setupRequest: (req: autocannon.Request) => ({ ...req, ...variants[next++ % variants.length]! }) }
+        : {}),
     };
   });
   const opts: autocannon.Options = {

@@ -53,7 +53,13 @@ export async function memoryWhilePolled(b: BenchProcesses, taskIds: string[], ti
       await sleep(250);
     }
   })();
-  const load = await b.load({ url: b.hot.url!, connections: 50, amount: taskIds.length * times, requests: [tasksGet(b.apiKey, taskIds[0]!)], taskIds });
+  const load = await b.load({
+    url: b.hot.url!,
+    connections: 50,
+    amount: taskIds.length * times,
+    requests: [tasksGet(b.apiKey, taskIds[0]!)],
+    taskIds,
+  });
   running = false;
   await sampler;
   const after = await probe(b, true);
@@ -95,7 +101,13 @@ const SETTLE_MS = 1500;
  * slope is fitted after the first `warmup` batches (a gateway that served nothing before fills
  * its bounded caches and JIT state over the first ~10,000 requests: about +10 MB, then flat).
  */
-export async function heapSlope(b: BenchProcesses, taskId: string, batches: number, perBatch: number, warmup = 1): Promise<HeapSlopeFigure> {
+export async function heapSlope(
+  b: BenchProcesses,
+  taskId: string,
+  batches: number,
+  perBatch: number,
+  warmup = 1,
+): Promise<HeapSlopeFigure> {
   const k = b.apiKey;
   const requests = [
     benchRequest(k, 'tools/list', {}),
@@ -114,7 +126,9 @@ export async function heapSlope(b: BenchProcesses, taskId: string, batches: numb
     heap.push(m.heapUsed);
     rss.push(m.rss);
     const sp = m.spaces ?? {};
-    console.error(`  N-13 batch ${i + 1}/${batches}: ${r.rps} req/s, heapUsed after GC ${mb(m.heapUsed)} MB (old ${mb(sp.old_space ?? 0)}, code ${mb(sp.code_space ?? 0)}, large objects ${mb(sp.large_object_space ?? 0)}), RSS ${mb(m.rss)} MB`);
+    console.error(
+      `  N-13 batch ${i + 1}/${batches}: ${r.rps} req/s, heapUsed after GC ${mb(m.heapUsed)} MB (old ${mb(sp.old_space ?? 0)}, code ${mb(sp.code_space ?? 0)}, large objects ${mb(sp.large_object_space ?? 0)}), RSS ${mb(m.rss)} MB`,
+    );
   }
   const xs = heap.slice(warmup).map((_, i) => (i + warmup + 1) * perBatch);
   const perRequest = slope(xs, heap.slice(warmup));

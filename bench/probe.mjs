@@ -26,7 +26,9 @@ if (port) {
       globalThis.gc(); // a second pass collects what the first one's finalizers released
     }
     const spaces = Object.fromEntries(getHeapSpaceStatistics().map((sp) => [sp.space_name, sp.space_used_size]));
-    res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ ...process.memoryUsage(), spaces }));
+    res
+      .writeHead(200, { 'content-type': 'application/json' })
+      .end(JSON.stringify({ ...process.memoryUsage(), spaces }));
   });
   server.listen(port, '127.0.0.1');
   server.unref(); // never keeps the gateway alive at shutdown

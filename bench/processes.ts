@@ -58,6 +58,8 @@ export interface BenchProcesses {
   baselinePrefix: string;
   /** Called with each job the baseline worker started: `{ i, at }` (unix ms). */
   onBaseline: (m: { i: number; at: number }) => void;
+  /** Called with each job the baseline worker completed (its `i`). */
+  onBaselineDone: (i: number) => void;
   profDir: string | undefined;
   stopWorker(): Promise<void>;
   stop(): Promise<void>;
@@ -65,7 +67,11 @@ export interface BenchProcesses {
 
 /** Forks `bench/<file>` (TypeScript, through tsx) and waits for its first IPC message. */
 async function forkChild(file: string, env: Record<string, string>): Promise<{ child: Child; first: any }> {
-  const proc = fork(join(ROOT, 'bench', file), [], { execArgv: TSX, env: { ...process.env, ...env }, stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
+  const proc = fork(join(ROOT, 'bench', file), [], {
+    execArgv: TSX,
+    env: { ...process.env, ...env },
+    stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+  });
   const first = await new Promise<any>((resolve, reject) => {
     proc.once('message', resolve);
     proc.once('exit', (code) => reject(new Error(`bench/${file} exited (${code}) before it was ready`)));
@@ -107,6 +113,7 @@ export async function startBench(): Promise<BenchProcesses> {
     RATE_LIMIT_REQUESTS_PER_MIN: '1000000000',
     RATE_LIMIT_TASK_CREATIONS_PER_MIN: '1000000000',
     MAX_OUTSTANDING_TASKS: '1000000',
+    MAX_RUNNING_STEPS_PER_PRINCIPAL: '1000000',
     TESTING_SIDE_EFFECT_DIR: sideEffectDir,
     LOG_LEVEL: 'info',
     SHUTDOWN_DRAIN_DELAY_MS: '0',
@@ -127,10 +134,19 @@ export async function startBench(): Promise<BenchProcesses> {
     const track = <T extends { stop(): Promise<unknown> }>(p: Promise<T>) => p.then((x) => (started.push(x), x));
     const [hot, sdk, loader] = await settled([
       track(
-        startProcess('gateway', { ...env, BENCH_PROBE_PORT: String(probePort) }, {
-          ...keep,
-          nodeArgs: ['--expose-gc', '--import', join(ROOT, 'bench', 'probe.mjs'), ...(profDir ? ['--cpu-prof', '--cpu-prof-dir', profDir] : [])],
-        }),
+        startProcess(
+          'gateway',
+          { ...env, BENCH_PROBE_PORT: String(probePort) },
+          {
+            ...keep,
+            nodeArgs: [
+              '--expose-gc',
+              '--import',
+              join(ROOT, 'bench', 'probe.mjs'),
+              ...(profDir ? ['--cpu-prof', '--cpu-prof-dir', profDir] : []),
+            ],
+          },
+        ),
       ),
       track(startProcess('gateway', { ...env, HOT_PATH: 'false' }, keep)),
       forkChild('load.ts', {}).then((x) => (started.push(x.child), x)),
@@ -139,13 +155,20 @@ export async function startBench(): Promise<BenchProcesses> {
     // The ceiling writes the same record as the service: copy one, before any worker runs it.
     const made = await callTool(hot.url!, 'countdown', { seconds: 1 }, { token: apiKey });
     const templateId = made.body.result?.taskId as string | undefined;
-    if (!templateId) throw new Error(`bench: no task handle from the gateway: ${JSON.stringify(made.body).slice(0, 300)}`);
+    if (!templateId)
+      throw new Error(`bench: no task handle from the gateway: ${JSON.stringify(made.body).slice(0, 300)}`);
     const record = await client.hgetall(`${PREFIX}:{t:${templateId}}:task`);
     const baselinePrefix = `${PREFIX}:{baseline}`;
     const [ceiling, worker, baseline] = await settled([
-      forkChild('ceiling.ts', { REDIS_URL: redis.url, CEILING_PREFIX: PREFIX, CEILING_RECORD: JSON.stringify(record) }).then((x) => (started.push(x.child), x)),
+      forkChild('ceiling.ts', {
+        REDIS_URL: redis.url,
+        CEILING_PREFIX: PREFIX,
+        CEILING_RECORD: JSON.stringify(record),
+      }).then((x) => (started.push(x.child), x)),
       track(startProcess('worker', env, keep)),
-      forkChild('bullmq-baseline.ts', { REDIS_URL: redis.url, BASELINE_PREFIX: baselinePrefix }).then((x) => (started.push(x.child), x)),
+      forkChild('bullmq-baseline.ts', { REDIS_URL: redis.url, BASELINE_PREFIX: baselinePrefix }).then(
+        (x) => (started.push(x.child), x),
+      ),
     ]);
     const pending = new Map<number, { resolve(r: LoadResult): void; reject(e: Error): void }>();
     let nextId = 1;
@@ -177,6 +200,7 @@ export async function startBench(): Promise<BenchProcesses> {
       },
       baselinePrefix,
       onBaseline: () => undefined,
+      onBaselineDone: () => undefined,
       profDir,
       async stopWorker() {
         await b.worker?.kill();
@@ -184,7 +208,9 @@ export async function startBench(): Promise<BenchProcesses> {
       },
       stop: stopAll,
     };
-    baseline.child.proc.on('message', (m: { i: number; at: number }) => b.onBaseline(m));
+    baseline.child.proc.on('message', (m: { i: number; at: number } | { done: number }) =>
+      'done' in m ? b.onBaselineDone(m.done) : b.onBaseline(m),
+    );
     return b;
   } catch (e) {
     await stopAll();

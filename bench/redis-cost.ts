@@ -8,38 +8,23 @@
  *    batch pays what each further task costs: its own keys, the events stream, the churn of
  *    retained jobs. The retained jobs themselves are a fixed amount, reported apart
  *    (`retainedJobs`). Plus `MEMORY USAGE` of one finished task's own keys for the breakdown;
- *  - operations per task: `INFO commandstats` deltas over the same batch (commands executed,
- *    those inside Lua scripts included), less the idle background measured just before;
+ *  - operations per task: `INFO commandstats` and `INFO cpu` deltas over the same batch, from
+ *    the first call until the reconciler dropped the last task from its index (commands
+ *    executed, those inside Lua scripts included; Redis CPU µs), less the idle background
+ *    measured just before, split at the last completion (what follows is the reconciler's);
+ *    its ceiling is bare BullMQ's lifecycle (lifecycle-ceiling.ts);
  *    and, with MONITOR over a few tasks, the round trips each process makes (a script call is
  *    one round trip) and the commands run inside scripts.
  */
 import { Redis } from 'ioredis';
 import { stepJobId } from '@mcp-tasks/task-store';
 import { sleep } from '../test/support/cluster.js';
-import { callTool, getTask } from '../test/support/mcp.js';
+import { callTool, cancelTask, getTask } from '../test/support/mcp.js';
 import { PREFIX, type BenchProcesses } from './processes.js';
 import { round } from './stats.js';
-import { cpuSeconds } from './throughput.js';
-
-/** Calls per command from `INFO commandstats`. */
-async function commandstats(r: Redis): Promise<Record<string, number>> {
-  const out: Record<string, number> = {};
-  for (const m of (await r.info('commandstats')).matchAll(/^cmdstat_([^:]+):calls=(\d+)/gm)) out[m[1]!] = Number(m[2]);
-  return out;
-}
+import { commandstats, delta, idleRate, perUnit, redisCpuS } from './redis-stats.js';
 
 const usedMemory = async (r: Redis) => Number(/^used_memory:(\d+)/m.exec(await r.info('memory'))![1]);
-
-/** `after - before` per command, without the benchmark's own INFO / MEMORY / MONITOR calls. */
-function delta(before: Record<string, number>, after: Record<string, number>): Record<string, number> {
-  const out: Record<string, number> = {};
-  for (const [k, v] of Object.entries(after)) {
-    if (/^(info|memory|monitor|client\|list|psubscribe|punsubscribe)/.test(k)) continue;
-    const d = v - (before[k] ?? 0);
-    if (d) out[k] = d;
-  }
-  return out;
-}
 
 export interface RedisCost {
   tasks: number;
@@ -52,17 +37,29 @@ export interface RedisCost {
   keys: Record<string, number>;
   /** OBJECT ENCODING of the same keys (a hash with a value over hash-max-listpack-value, 64 B, is a `hashtable`). */
   encodings: Record<string, string>;
-  /** Commands executed per task (inside scripts included), by command, background removed. */
+  /**
+   * Commands executed per task (inside scripts included), by command, idle background removed:
+   * created, run, completed and dropped from the reconciler's index (no polls).
+   */
   commandsPerTask: Record<string, number>;
   commandsPerTaskTotal: number;
-  /** redis-server CPU time over the batch per task (µs): create, run, complete, no polls. */
-  redisUsPerTask?: number;
+  /** Redis CPU per task (µs; `INFO cpu` deltas, idle background removed), the same window. */
+  redisUsPerTask: number;
+  /** The part after the last completion: the reconciler's visits (commands, µs per task). */
+  reconciler: { commandsPerTask: number; redisUsPerTask: number };
+  /** The part until the last completion (created, run, completed). */
+  untilCompleted: { commandsPerTask: number; redisUsPerTask: number };
   /** BullMQ's finished step jobs kept by count (a fixed amount, not per task): how many, and their bytes (MEMORY USAGE of one × count). */
   retainedJobs: { count: number; bytes: number };
 }
 
 /** Runs `n` `big_result(resultBytes)` tasks, `concurrency` at a time, to completion; measures what they left in Redis. */
-export async function bytesPerTask(b: BenchProcesses, n: number, concurrency: number, resultBytes = 1024): Promise<RedisCost> {
+export async function bytesPerTask(
+  b: BenchProcesses,
+  n: number,
+  concurrency: number,
+  resultBytes = 1024,
+): Promise<RedisCost> {
   const r = b.client;
   const sub = new Redis(b.redis.url, { connectionName: 'bench-own' });
   const done = new Set<string>();
@@ -75,13 +72,6 @@ export async function bytesPerTask(b: BenchProcesses, n: number, concurrency: nu
   });
   await sub.psubscribe(`${PREFIX}:task:*`);
   try {
-    // Background rate (reconciler, BullMQ housekeeping) over one idle second.
-    const idle0 = await commandstats(r);
-    const idleStart = Date.now();
-    await sleep(1000);
-    const idle = delta(idle0, await commandstats(r));
-    const idleS = (Date.now() - idleStart) / 1000;
-
     /** Runs `n` tasks, `concurrency` at a time, and waits until every one finished; returns their ids. */
     const batch = async (): Promise<string[]> => {
       const ids: string[] = [];
@@ -91,13 +81,17 @@ export async function bytesPerTask(b: BenchProcesses, n: number, concurrency: nu
           while (next < n) {
             next++;
             const res = await callTool(b.hot.url!, 'big_result', { bytes: resultBytes }, { token: b.apiKey });
-            if (res.body.result?.resultType !== 'task') throw new Error(`big_result: no task handle: ${JSON.stringify(res.body).slice(0, 300)}`);
+            if (res.body.result?.resultType !== 'task')
+              throw new Error(`big_result: no task handle: ${JSON.stringify(res.body).slice(0, 300)}`);
             ids.push(res.body.result.taskId as string);
           }
         }),
       );
       await new Promise<void>((resolve, reject) => {
-        const timer = setTimeout(() => reject(new Error(`only ${ids.filter((id) => done.has(id)).length} of ${n} tasks finished`)), 60_000);
+        const timer = setTimeout(
+          () => reject(new Error(`only ${ids.filter((id) => done.has(id)).length} of ${n} tasks finished`)),
+          60_000,
+        );
         onDone = () => {
           if (ids.length === n && ids.every((id) => done.has(id))) {
             clearTimeout(timer);
@@ -120,21 +114,30 @@ export async function bytesPerTask(b: BenchProcesses, n: number, concurrency: nu
     // Warm-up: BullMQ's retention of finished jobs filled to its count, the reconciler's index emptied.
     await reconciled(await batch());
 
+    // Background rate (reconciler passes over an empty index, BullMQ housekeeping, health pings).
+    const idle = await idleRate(r);
     const mem0 = await usedMemory(r);
     const cs0 = await commandstats(r);
-    const cpu0 = cpuSeconds(b.redis.proc.pid!);
+    const cpu0 = await redisCpuS(r);
     const t0 = Date.now();
     const ids = await batch();
-    const elapsedS = (Date.now() - t0) / 1000;
-    const cpu1 = cpuSeconds(b.redis.proc.pid!);
-    await sleep(300);
+    await sleep(300); // BullMQ's own completion of the last step jobs lands after the task's
+    const cpu1 = await redisCpuS(r);
     const cs1 = await commandstats(r);
+    const t1 = Date.now();
     await reconciled(ids);
+    const cpu2 = await redisCpuS(r);
+    const cs2 = await commandstats(r);
+    const t2 = Date.now();
     const mem1 = await usedMemory(r);
+    const run = perUnit(delta(cs0, cs1), cpu1 - cpu0, (t1 - t0) / 1000, idle, n);
+    const rec = perUnit(delta(cs1, cs2), cpu2 - cpu1, (t2 - t1) / 1000, idle, n);
+    const all = perUnit(delta(cs0, cs2), cpu2 - cpu0, (t2 - t0) / 1000, idle, n);
 
     const sample = ids[0]!;
     const g = await getTask(b.hot.url!, sample, { token: b.apiKey });
-    if (g.body.result?.status !== 'completed') throw new Error(`big_result task not completed: ${JSON.stringify(g.body).slice(0, 300)}`);
+    if (g.body.result?.status !== 'completed')
+      throw new Error(`big_result task not completed: ${JSON.stringify(g.body).slice(0, 300)}`);
     const keys: Record<string, number> = {};
     const encodings: Record<string, string> = {};
     for (const [label, key] of [
@@ -148,15 +151,18 @@ export async function bytesPerTask(b: BenchProcesses, n: number, concurrency: nu
       keys[label] = bytes;
       encodings[label] = String(await r.call('OBJECT', 'ENCODING', key));
     }
-    const jobBytes = keys['step job (BullMQ)'] ?? ((await r.call('MEMORY', 'USAGE', `${PREFIX}:{jobs}:tools:${stepJobId(ids[ids.length - 1]!, 1)}`, 'SAMPLES', '0')) as number | null) ?? 0;
+    const jobBytes =
+      keys['step job (BullMQ)'] ??
+      ((await r.call(
+        'MEMORY',
+        'USAGE',
+        `${PREFIX}:{jobs}:tools:${stepJobId(ids[ids.length - 1]!, 1)}`,
+        'SAMPLES',
+        '0',
+      )) as number | null) ??
+      0;
     const retained = await r.zcard(`${PREFIX}:{jobs}:tools:completed`);
 
-    const ops = delta(cs0, cs1);
-    const perTask: Record<string, number> = {};
-    for (const [k, v] of Object.entries(ops)) {
-      const net = v - ((idle[k] ?? 0) * elapsedS) / idleS;
-      if (net / n >= 0.05) perTask[k] = round(net / n, 2);
-    }
     const bytes = (mem1 - mem0) / n;
     return {
       tasks: n,
@@ -165,9 +171,11 @@ export async function bytesPerTask(b: BenchProcesses, n: number, concurrency: nu
       overheadBytes: Math.round(bytes - resultBytes),
       keys,
       encodings,
-      commandsPerTask: Object.fromEntries(Object.entries(perTask).sort((a, b2) => b2[1] - a[1])),
-      commandsPerTaskTotal: round(Object.values(perTask).reduce((a, x) => a + x, 0), 1),
-      ...(cpu0 !== undefined && cpu1 !== undefined ? { redisUsPerTask: Math.round(((cpu1 - cpu0) / n) * 1e6) } : {}),
+      commandsPerTask: all.byCommand,
+      commandsPerTaskTotal: all.total,
+      redisUsPerTask: all.us,
+      reconciler: { commandsPerTask: rec.total, redisUsPerTask: rec.us },
+      untilCompleted: { commandsPerTask: run.total, redisUsPerTask: run.us },
       retainedJobs: { count: retained, bytes: retained * jobBytes },
     };
   } finally {
@@ -182,7 +190,10 @@ export interface RoundTrips {
    * process (a script call is one), and commands run inside scripts.
    */
   perTask: { gateway: number; worker: number; other: number; insideScripts: number };
+  /** Per poll of a finished task (its record, then its result key). */
   perPoll: { gateway: number; insideScripts: number };
+  /** Per poll of a working task (its record only). */
+  perPollWorking: { gateway: number; insideScripts: number };
   /** Round trips per task by command (gateway and worker). */
   byCommand: Record<string, number>;
   /** Round trips per task by connection name (CLIENT SETNAME), `?` for unnamed ones. */
@@ -210,7 +221,9 @@ export async function roundTrips(b: BenchProcesses, n: number): Promise<RoundTri
   const record = async (fn: () => Promise<void>) => {
     const lines: Line[] = [];
     const mon = await r.monitor();
-    mon.on('monitor', (_time: string, args: string[], source: string) => lines.push({ source, cmd: String(args[0]).toLowerCase() }));
+    mon.on('monitor', (_time: string, args: string[], source: string) =>
+      lines.push({ source, cmd: String(args[0]).toLowerCase() }),
+    );
     await sleep(50);
     try {
       await fn();
@@ -250,6 +263,17 @@ export async function roundTrips(b: BenchProcesses, n: number): Promise<RoundTri
     const polls = await record(async () => {
       for (const id of ids) await getTask(b.hot.url!, id, { token: b.apiKey });
     });
+    // A task still working (the polls a client makes while it waits).
+    // slow_echo (testing set, up to 3600 s): countdown allows at most 10 s, and a refused call
+    // would leave no task, so every poll would be an error answered without Redis (0 commands).
+    const long = await callTool(b.hot.url!, 'slow_echo', { seconds: 600, quiet: true }, { token: b.apiKey });
+    const longId = long.body.result?.taskId as string | undefined;
+    if (typeof longId !== 'string')
+      throw new Error(`bench: the long task was not created: ${JSON.stringify(long.body)}`);
+    const workingPolls = await record(async () => {
+      for (let k = 0; k < n; k++) await getTask(b.hot.url!, longId, { token: b.apiKey });
+    });
+    await cancelTask(b.hot.url!, longId, { token: b.apiKey });
     const who = await names();
     const classify = (l: Line) => {
       if (l.source === 'lua') return 'insideScripts';
@@ -280,11 +304,22 @@ export async function roundTrips(b: BenchProcesses, n: number): Promise<RoundTri
     };
     const life = count(lifecycle);
     const poll = count(polls);
+    const pollWorking = count(workingPolls);
     const per = (x: number) => round(x / n, 2);
     return {
-      perTask: { gateway: per(life.c.gateway), worker: per(life.c.worker), other: per(life.c.other), insideScripts: per(life.c.insideScripts) },
+      perTask: {
+        gateway: per(life.c.gateway),
+        worker: per(life.c.worker),
+        other: per(life.c.other),
+        insideScripts: per(life.c.insideScripts),
+      },
       perPoll: { gateway: per(poll.c.gateway), insideScripts: per(poll.c.insideScripts) },
-      byCommand: Object.fromEntries(Object.entries(life.byCommand).map(([k, v]) => [k, per(v)]).sort((a, b2) => (b2[1] as number) - (a[1] as number))),
+      perPollWorking: { gateway: per(pollWorking.c.gateway), insideScripts: per(pollWorking.c.insideScripts) },
+      byCommand: Object.fromEntries(
+        Object.entries(life.byCommand)
+          .map(([k, v]) => [k, per(v)])
+          .sort((a, b2) => (b2[1] as number) - (a[1] as number)),
+      ),
       byConnection: Object.fromEntries(Object.entries(life.byConnection).map(([k, v]) => [k, per(v)])),
     };
   } finally {

@@ -15,7 +15,13 @@ export interface BenchRequest {
  * A request for `method` with `params`; `name` is the `Mcp-Name` header (tool name or task id).
  * `o.tasks` (default true) declares the Tasks extension.
  */
-export function benchRequest(apiKey: string, method: string, params: Record<string, unknown>, name?: string, o: CallOptions = {}): BenchRequest {
+export function benchRequest(
+  apiKey: string,
+  method: string,
+  params: Record<string, unknown>,
+  name?: string,
+  o: CallOptions = {},
+): BenchRequest {
   return {
     headers: {
       'content-type': 'application/json',
@@ -33,7 +39,8 @@ export function benchRequest(apiKey: string, method: string, params: Record<stri
 export const tasksGet = (apiKey: string, taskId: string) => benchRequest(apiKey, 'tasks/get', { taskId }, taskId);
 
 /** `tools/call` of `countdown(seconds)` declaring the Tasks extension: answered with a task handle. */
-export const createCountdown = (apiKey: string, seconds = 1) => benchRequest(apiKey, 'tools/call', { name: 'countdown', arguments: { seconds } }, 'countdown');
+export const createCountdown = (apiKey: string, seconds = 1) =>
+  benchRequest(apiKey, 'tools/call', { name: 'countdown', arguments: { seconds } }, 'countdown');
 
 /** Sends `req` to `url` once (fetch) and returns the parsed JSON body; throws on a non-2xx status. */
 export async function sendOnce(url: string, req: BenchRequest): Promise<Record<string, any>> {

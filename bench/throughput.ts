@@ -52,9 +52,18 @@ export interface Summary {
  * each round, and summarizes each by the median round. Throws only if the load process fails;
  * failed requests are counted in `failed`.
  */
-export async function alternate(b: BenchProcesses, targets: Target[], o: { connections: number; durationS: number; rounds: number }): Promise<Record<string, Summary>> {
+export async function alternate(
+  b: BenchProcesses,
+  targets: Target[],
+  o: { connections: number; durationS: number; rounds: number },
+): Promise<Record<string, Summary>> {
   const redisPid = b.redis.proc.pid!;
-  const spec = (t: Target, durationS: number) => ({ url: t.url, connections: o.connections, duration: durationS, requests: [t.request] });
+  const spec = (t: Target, durationS: number) => ({
+    url: t.url,
+    connections: o.connections,
+    duration: durationS,
+    requests: [t.request],
+  });
   for (const t of targets) await b.load(spec(t, 2));
   const rounds: Record<string, Round[]> = Object.fromEntries(targets.map((t) => [t.label, []]));
   for (let r = 0; r < o.rounds; r++) {
@@ -68,7 +77,9 @@ export async function alternate(b: BenchProcesses, targets: Target[], o: { conne
       if (cpu0 !== undefined && cpu1 !== undefined) res.cpuS = Math.round((cpu1 - cpu0) * 100) / 100;
       if (redis0 !== undefined && redis1 !== undefined) res.redisCpuS = Math.round((redis1 - redis0) * 100) / 100;
       rounds[t.label]!.push(res);
-      console.error(`  round ${r + 1} ${t.label}: ${res.rps} req/s, p50 ${res.p50} ms, p99 ${res.p99} ms${res.cpuS ? `, ${res.cpuS} CPU-s` : ''}${res.errors + res.non2xx + res.mismatches ? `, ${res.errors} errors, ${res.non2xx} non-2xx, ${res.mismatches} bad bodies` : ''}`);
+      console.error(
+        `  round ${r + 1} ${t.label}: ${res.rps} req/s, p50 ${res.p50} ms, p99 ${res.p99} ms${res.cpuS ? `, ${res.cpuS} CPU-s` : ''}${res.errors + res.non2xx + res.mismatches ? `, ${res.errors} errors, ${res.non2xx} non-2xx, ${res.mismatches} bad bodies` : ''}`,
+      );
     }
   }
   return Object.fromEntries(
@@ -80,7 +91,9 @@ export async function alternate(b: BenchProcesses, targets: Target[], o: { conne
         p99: median(rs.map((x) => x.p99)),
         failed: rs.reduce((a, x) => a + x.errors + x.non2xx + x.mismatches, 0),
         ...(rs.every((x) => x.cpuS) ? { perCpuSecond: Math.round(median(rs.map((x) => x.total / x.cpuS!))) } : {}),
-        ...(rs.every((x) => x.redisCpuS !== undefined) ? { redisUsPerRequest: Math.round(median(rs.map((x) => (x.redisCpuS! / x.total) * 1e6))) } : {}),
+        ...(rs.every((x) => x.redisCpuS !== undefined)
+          ? { redisUsPerRequest: Math.round(median(rs.map((x) => (x.redisCpuS! / x.total) * 1e6))) }
+          : {}),
         rounds: rs,
       },
     ]),

@@ -29,10 +29,15 @@ export function build() {
     tsc = join(dirname(createRequire(import.meta.url).resolve('typescript/package.json')), 'bin', 'tsc');
   } catch {
     if (existsSync(appEntry('gateway')) && existsSync(appEntry('worker'))) return;
-    throw new Error('build: TypeScript is not installed and dist/ is missing: run `npm ci` (with dev dependencies), then `npm run build`');
+    throw new Error(
+      'build: TypeScript is not installed and dist/ is missing: run `npm ci` (with dev dependencies), then `npm run build`',
+    );
   }
   // The first build takes a while (tens of seconds on a busy machine): say so, on stderr.
-  if (!existsSync(appEntry('gateway')) || !existsSync(appEntry('worker'))) process.stderr.write('build: compiling the TypeScript sources to dist/ (first run; later runs take a few seconds)…\n');
+  if (!existsSync(appEntry('gateway')) || !existsSync(appEntry('worker')))
+    process.stderr.write(
+      'build: compiling the TypeScript sources to dist/ (first run; later runs take a few seconds)…\n',
+    );
   const r = spawnSync(process.execPath, [tsc, '-b'], { cwd: ROOT, encoding: 'utf8' });
   if (r.status !== 0) throw new Error(`build: tsc -b failed (exit ${r.status ?? r.signal})\n${r.stdout}${r.stderr}`);
 }

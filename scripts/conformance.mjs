@@ -94,7 +94,11 @@ export const SCORED_2026_SCENARIOS = Object.freeze([
   'input-required-result-ignore-extra-params',
   'input-required-result-validate-input',
 ]);
-export const PENDING_2026_SCENARIOS = Object.freeze(['json-schema-2020-12', 'http-header-validation', 'http-custom-header-server-validation']);
+export const PENDING_2026_SCENARIOS = Object.freeze([
+  'json-schema-2020-12',
+  'http-header-validation',
+  'http-custom-header-server-validation',
+]);
 export const REQUIREMENTS_2026_SCENARIOS = Object.freeze([
   ...SCORED_2026_SCENARIOS,
   ...DEFAULT_SCENARIOS,
@@ -177,7 +181,8 @@ export function lockProblem(dir) {
       return `${key} is not installed`;
     }
     if (got.version !== entry.version) return `${key} is ${got.version}, lockfile wants ${entry.version}`;
-    if (entry.integrity && got.integrity && got.integrity !== entry.integrity) return `${key} integrity differs from lockfile`;
+    if (entry.integrity && got.integrity && got.integrity !== entry.integrity)
+      return `${key} integrity differs from lockfile`;
   }
   return null;
 }
@@ -188,11 +193,13 @@ export function installProblem() {
   if (problem) return problem;
   const want = readJson(path.join(TOOLS_DIR, 'package-lock.json')).packages ?? {};
   const node = nodeBinaryPath();
-  if (!existsSync(node)) return `Node 22 binary missing at ${show(node)} (the \`node\` package's install script did not run)`;
+  if (!existsSync(node))
+    return `Node 22 binary missing at ${show(node)} (the \`node\` package's install script did not run)`;
   const wantNode = want['node_modules/node']?.version;
   const res = spawnSync(node, ['--version'], { encoding: 'utf8' });
   if (res.status !== 0) return `${show(node)} --version failed`;
-  if (wantNode && res.stdout.trim() !== `v${wantNode}`) return `Node binary is ${res.stdout.trim()}, lockfile wants v${wantNode}`;
+  if (wantNode && res.stdout.trim() !== `v${wantNode}`)
+    return `Node binary is ${res.stdout.trim()}, lockfile wants v${wantNode}`;
   if (!existsSync(suiteCliPath())) return `suite CLI missing at ${show(suiteCliPath())}`;
   return null;
 }
@@ -240,7 +247,9 @@ function runCli(args, { logFile, verbose, killAfterMs }) {
     const finish = (code, spawnError) => {
       clearTimeout(timer);
       // the suite prints hard-coded ANSI colours; keep logs plain
-      const output = Buffer.concat(chunks).toString('utf8').replace(/\x1b\[[0-9;]*m/g, '');
+      const output = Buffer.concat(chunks)
+        .toString('utf8')
+        .replace(/\x1b\[[0-9;]*m/g, '');
       try {
         writeFileSync(logFile, output);
       } catch {
@@ -357,7 +366,9 @@ async function runScenario(name, { url, outDir, timeoutMs, specVersion, verbose 
   else if (run.killed) runnerError(`suite CLI killed after ${((timeoutMs ?? 30_000) + 60_000) / 1000} s`);
   if (!checks && !run.spawnError) {
     const skippedLine = run.output.split('\n').find((l) => l.startsWith('SKIPPED:'));
-    runnerError(skippedLine ? `no checks.json (${skippedLine.trim()})` : `no checks.json produced (see ${show(logFile)})`);
+    runnerError(
+      skippedLine ? `no checks.json (${skippedLine.trim()})` : `no checks.json produced (see ${show(logFile)})`,
+    );
   }
   if (!run.spawnError && !run.killed && run.code !== 0 && result.failed === 0) {
     runnerError(`suite CLI exited with ${run.code} (see ${show(logFile)})`);
@@ -386,7 +397,9 @@ function formatScenario(r) {
 }
 
 function oneLine(s) {
-  const t = String(s ?? '').replace(/\s+/g, ' ').trim();
+  const t = String(s ?? '')
+    .replace(/\s+/g, ' ')
+    .trim();
   return t.length > 600 ? `${t.slice(0, 600)}…` : t;
 }
 
@@ -485,7 +498,9 @@ export async function runRequirements({
     const problem = installProblem();
     if (problem) throw new Error(`conformance suite not installed: ${problem}`);
   }
-  const outDir = path.resolve(out ?? path.join(REPO_ROOT, 'results', 'conformance', new Date().toISOString().replace(/[:.]/g, '-')));
+  const outDir = path.resolve(
+    out ?? path.join(REPO_ROOT, 'results', 'conformance', new Date().toISOString().replace(/[:.]/g, '-')),
+  );
   mkdirSync(outDir, { recursive: true });
   const args = ['server', '--url', url, '--requirements', revision, '-o', outDir];
   if (timeoutMs) args.push('--timeout', String(timeoutMs));
@@ -514,14 +529,18 @@ export async function runRequirements({
     scenarios.push(r);
   }
   for (const r of found.values()) {
-    addRunnerError(r, `not in the expected set for ${revision}: review the suite version (tools/conformance) and scripts/conformance.mjs`);
+    addRunnerError(
+      r,
+      `not in the expected set for ${revision}: review the suite version (tools/conformance) and scripts/conformance.mjs`,
+    );
     scenarios.push(r);
   }
   for (const r of scenarios) r.ok = r.failed === 0;
   const overall = newResult(`(run of --requirements ${revision})`, { exitCode: run.code, logFile });
   if (run.spawnError) addRunnerError(overall, `could not start the suite: ${run.spawnError.message}`);
   else if (run.killed) addRunnerError(overall, `suite CLI killed after ${killAfterMs / 1000} s`);
-  else if (run.code !== 0) addRunnerError(overall, `suite CLI exited with ${run.code} (a scored scenario failed; see ${show(logFile)})`);
+  else if (run.code !== 0)
+    addRunnerError(overall, `suite CLI exited with ${run.code} (a scored scenario failed; see ${show(logFile)})`);
   if (overall.failed) {
     overall.tail = excerpt(run.output, 4, 10);
     scenarios.push(overall);
@@ -529,7 +548,9 @@ export async function runRequirements({
   for (const r of scenarios) log(formatScenario(r));
   const passed = scenarios.reduce((n, r) => n + r.passed, 0);
   const failed = scenarios.reduce((n, r) => n + r.failed, 0);
-  log(`conformance --requirements ${revision}: ${scenarios.filter((r) => r !== overall).length} scenarios, ${passed} checks passed, ${failed} failed in ${seconds.toFixed(1)} s`);
+  log(
+    `conformance --requirements ${revision}: ${scenarios.filter((r) => r !== overall).length} scenarios, ${passed} checks passed, ${failed} failed in ${seconds.toFixed(1)} s`,
+  );
   return { ok: failed === 0, passed, failed, outDir, seconds, exitCode: run.code, logFile, scenarios };
 }
 
@@ -614,7 +635,14 @@ async function main(argv) {
     }
     let r;
     try {
-      r = await runRequirements({ url: values.url, revision: values.requirements, out: values.out, timeoutMs, verbose: values.verbose, log: (line) => console.log(line) });
+      r = await runRequirements({
+        url: values.url,
+        revision: values.requirements,
+        out: values.out,
+        timeoutMs,
+        verbose: values.verbose,
+        log: (line) => console.log(line),
+      });
     } catch (err) {
       console.error(`conformance: ${err.message}`);
       console.log('conformance: 0 passed, 1 failed');

@@ -15,4 +15,7 @@ export interface InspectorRun {
 export declare function inspectorBinPath(): string;
 export declare function installProblem(): string | null;
 export declare function ensureInstalled(opts?: { log?: (line: string) => void }): void;
-export declare function runInspector(args: readonly string[], opts?: { timeoutMs?: number; install?: boolean }): Promise<InspectorRun>;
+export declare function runInspector(
+  args: readonly string[],
+  opts?: { timeoutMs?: number; install?: boolean },
+): Promise<InspectorRun>;

@@ -11,8 +11,13 @@ import { delimiter, join } from 'node:path';
 
 /** Install commands for the common systems, by binary (one line each when printed). */
 export const INSTALL = {
-  'redis-server': 'Debian/Ubuntu: sudo apt-get install -y redis-server · Fedora/RHEL: sudo dnf install -y redis · Alpine: apk add redis · Arch: sudo pacman -S redis · macOS: brew install redis',
-  nginx: 'Debian/Ubuntu: sudo apt-get install -y nginx-light · Fedora/RHEL: sudo dnf install -y nginx · Alpine: apk add nginx · Arch: sudo pacman -S nginx · macOS: brew install nginx (or set NGINX_BIN)',
+  'redis-server':
+    'Debian/Ubuntu: sudo apt-get install -y redis-server · Fedora/RHEL: sudo dnf install -y redis · Alpine: apk add redis · Arch: sudo pacman -S redis · macOS: brew install redis',
+  nginx:
+    'Debian/Ubuntu: sudo apt-get install -y nginx-light · Fedora/RHEL: sudo dnf install -y nginx · Alpine: apk add nginx · Arch: sudo pacman -S nginx · macOS: brew install nginx (or set NGINX_BIN)',
+  'python-clients':
+    'node scripts/python-clients.mjs (python3 3.10+ with venv; the packages from PYTHON_CLIENTS_INDEX_URL or the local wheel mirror)',
+  'typescript-sdk': 'npm ci --prefix tools/typescript-sdk --no-audit --no-fund',
   tmux: 'Debian/Ubuntu: sudo apt-get install -y tmux · Fedora/RHEL: sudo dnf install -y tmux · Alpine: apk add tmux · Arch: sudo pacman -S tmux · macOS: brew install tmux',
 };
 
@@ -38,7 +43,8 @@ export function findOnPath(name, path = process.env.PATH ?? '') {
  */
 export function findNginx() {
   if (process.env.NGINX_BIN) return isExecutable(process.env.NGINX_BIN) ? process.env.NGINX_BIN : undefined;
-  for (const c of ['/usr/sbin/nginx', '/usr/local/sbin/nginx', '/usr/local/nginx/sbin/nginx']) if (isExecutable(c)) return c;
+  for (const c of ['/usr/sbin/nginx', '/usr/local/sbin/nginx', '/usr/local/nginx/sbin/nginx'])
+    if (isExecutable(c)) return c;
   return findOnPath('nginx');
 }
 
@@ -97,7 +103,22 @@ export function probeRedis(host, port, timeoutMs = 1000) {
 export async function startRedisServer({ bin = 'redis-server', port, dir, aof }) {
   mkdirSync(dir, { recursive: true });
   const logfile = join(dir, 'redis.log');
-  const args = ['--port', String(port), '--bind', '127.0.0.1', '--dir', dir, '--logfile', logfile, '--daemonize', 'no', '--save', '', '--maxmemory-policy', 'noeviction'];
+  const args = [
+    '--port',
+    String(port),
+    '--bind',
+    '127.0.0.1',
+    '--dir',
+    dir,
+    '--logfile',
+    logfile,
+    '--daemonize',
+    'no',
+    '--save',
+    '',
+    '--maxmemory-policy',
+    'noeviction',
+  ];
   args.push(...(aof ? ['--appendonly', 'yes', '--appendfsync', 'everysec'] : ['--appendonly', 'no']));
   const proc = spawn(bin, args, { stdio: 'ignore', detached: true });
   let exited = false;
@@ -111,7 +132,8 @@ export async function startRedisServer({ bin = 'redis-server', port, dir, aof })
   };
   const end = Date.now() + 10_000;
   for (;;) {
-    if (exited || proc.exitCode !== null) throw new Error(`redis-server exited at start: ${lastLogLine() || 'no log'} (log: ${logfile})`);
+    if (exited || proc.exitCode !== null)
+      throw new Error(`redis-server exited at start: ${lastLogLine() || 'no log'} (log: ${logfile})`);
     if ((await probeRedis('127.0.0.1', port, 500)) === 'redis') break;
     if (Date.now() > end) {
       proc.kill('SIGKILL');

@@ -15,7 +15,8 @@
  * every workspace is built and no source file is newer than its build, else the sources.
  *
  * Every child gets this process's environment (REDIS_URL, REDIS_KEY_PREFIX, AUTH_*, ...);
- * gateways bind 127.0.0.1 on a port of their own (only nginx talks to them); worker i serves
+ * gateways bind 127.0.0.1 on a port of their own (only nginx talks to them; TRUST_PROXY=loopback
+ * unless set, so the client address nginx passes is believed); worker i serves
  * /metrics, /healthz, /readyz on WORKER_HTTP_PORT + i - 1 (9464, 9465, …; `0` = any free port). A child that
  * exits on its own is restarted after 1 s, on the same port (as `restart: unless-stopped`
  * does): SIGTERM one gateway or worker to watch a drain. A child that cannot start (exits
@@ -36,10 +37,13 @@ import { writeLocalNginxConf } from '../deploy/nginx/render.mjs';
 import { findNginx } from './local-redis.mjs';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..');
-const WORKSPACES = [...['apps/gateway', 'apps/worker'], ...readdirSync(join(root, 'packages')).map((p) => `packages/${p}`)];
+const WORKSPACES = [
+  ...['apps/gateway', 'apps/worker'],
+  ...readdirSync(join(root, 'packages')).map((p) => `packages/${p}`),
+];
 /** A child that exits within this long of its start, three times in a row, stops the stack. */
 const CRASH_WINDOW_MS = 10_000;
-/** Gateways and workers drain within about 20 s with the default settings (README, Deploying). */
+/** Gateways and workers drain within about 20 s with the default settings (docs/deploying.md, "Drain and termination"). */
 const STOP_TIMEOUT_MS = 30_000;
 
 const { values: opts } = parseArgs({
@@ -54,7 +58,9 @@ const { values: opts } = parseArgs({
   },
 });
 if (opts.help) {
-  console.log('usage: npm run stack -- [--port 3000] [--host 127.0.0.1] [--gateways 2] [--workers 2] [--source | --dist]');
+  console.log(
+    'usage: npm run stack -- [--port 3000] [--host 127.0.0.1] [--gateways 2] [--workers 2] [--source | --dist]',
+  );
   process.exit(0);
 }
 const int = (name, min) => {
@@ -90,7 +96,9 @@ function chooseMode() {
   }
   if (opts.source) return { mode: 'source', why: '--source' };
   const missing = WORKSPACES.filter((w) => !existsSync(join(root, w, 'dist')));
-  const stale = WORKSPACES.filter((w) => !missing.includes(w) && newest(join(root, w, 'src')) > newest(join(root, w, 'dist')));
+  const stale = WORKSPACES.filter(
+    (w) => !missing.includes(w) && newest(join(root, w, 'src')) > newest(join(root, w, 'dist')),
+  );
   if (opts.dist) {
     if (missing.length) {
       console.error(`stack | --dist: not built: ${missing.join(', ')}; run npm run build`);
@@ -113,7 +121,8 @@ const appArgs = (mode, app) =>
 /** REDIS_URL without its password (or the Cluster / Sentinel addresses), for printing. */
 function redactedRedisUrl() {
   if (process.env.REDIS_CLUSTER_NODES?.trim()) return `cluster ${process.env.REDIS_CLUSTER_NODES.trim()}`;
-  if (process.env.REDIS_SENTINELS?.trim()) return `sentinel ${process.env.REDIS_SENTINEL_NAME ?? '?'} via ${process.env.REDIS_SENTINELS.trim()}`;
+  if (process.env.REDIS_SENTINELS?.trim())
+    return `sentinel ${process.env.REDIS_SENTINEL_NAME ?? '?'} via ${process.env.REDIS_SENTINELS.trim()}`;
   const raw = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
   try {
     const u = new URL(raw);
@@ -170,9 +179,19 @@ const children = [];
  */
 function launch(child) {
   const env = { ...process.env };
-  if (child.kind === 'gateway') Object.assign(env, { HOST: '127.0.0.1', PORT: String(child.port ?? 0) });
+  // nginx, on this host, is the gateways' only client: its X-Forwarded-For names the real one.
+  if (child.kind === 'gateway')
+    Object.assign(env, {
+      HOST: '127.0.0.1',
+      PORT: String(child.port ?? 0),
+      TRUST_PROXY: process.env.TRUST_PROXY?.trim() || 'loopback',
+    });
   if (child.kind === 'worker') env.WORKER_HTTP_PORT = workerHttpPort(child.index);
-  const proc = spawn(process.execPath, appArgs(mode, child.kind), { cwd: root, env, stdio: ['ignore', 'pipe', 'pipe'] });
+  const proc = spawn(process.execPath, appArgs(mode, child.kind), {
+    cwd: root,
+    env,
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   child.proc = proc;
   child.startedAt = Date.now();
   return new Promise((resolve, reject) => {
@@ -207,7 +226,11 @@ function launch(child) {
         return;
       }
       setTimeout(() => {
-        if (!stopping) launch(child).then(() => say(`${child.name} (pid ${child.proc.pid}) is back`), () => undefined);
+        if (!stopping)
+          launch(child).then(
+            () => say(`${child.name} (pid ${child.proc.pid}) is back`),
+            () => undefined,
+          );
       }, 1000).unref();
     });
   });
@@ -274,7 +297,9 @@ for (const sig of ['SIGINT', 'SIGTERM']) {
 }
 
 async function main() {
-  say(`starting ${nGateways} gateway(s) and ${nWorkers} worker(s) from ${mode === 'dist' ? 'the compiled JS (dist/)' : 'the TypeScript sources (tsx)'}: ${why}; Redis: ${redactedRedisUrl()}`);
+  say(
+    `starting ${nGateways} gateway(s) and ${nWorkers} worker(s) from ${mode === 'dist' ? 'the compiled JS (dist/)' : 'the TypeScript sources (tsx)'}: ${why}; Redis: ${redactedRedisUrl()}`,
+  );
   for (let i = 1; i <= nGateways; i++) children.push({ name: `gateway-${i}`, kind: 'gateway' });
   for (let i = 1; i <= nWorkers; i++) children.push({ name: `worker-${i}`, kind: 'worker', index: i });
   try {
@@ -286,8 +311,14 @@ async function main() {
   }
   const gateways = children.filter((c) => c.kind === 'gateway');
   nginxDir = mkdtempSync(join(tmpdir(), 'mcp-stack-nginx-'));
-  const { confPath } = writeLocalNginxConf({ dir: nginxDir, listen: `${opts.host}:${port}`, gateways: gateways.map((g) => `127.0.0.1:${g.port}`) });
-  nginx = spawn(nginxBin, ['-p', nginxDir, '-c', confPath, '-e', join(nginxDir, 'startup-error.log')], { stdio: ['ignore', 'pipe', 'pipe'] });
+  const { confPath } = writeLocalNginxConf({
+    dir: nginxDir,
+    listen: `${opts.host}:${port}`,
+    gateways: gateways.map((g) => `127.0.0.1:${g.port}`),
+  });
+  nginx = spawn(nginxBin, ['-p', nginxDir, '-c', confPath, '-e', join(nginxDir, 'startup-error.log')], {
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   pipeLines(nginx.stdout, 'nginx', () => undefined);
   pipeLines(nginx.stderr, 'nginx', () => undefined);
   nginx.on('exit', (c, s) => {
@@ -320,10 +351,14 @@ async function main() {
       mode,
       nginx: { pid: nginx.pid, dir: nginxDir, accessLog: join(nginxDir, 'access.log') },
       gateways: gateways.map((g) => ({ name: g.name, pid: g.proc.pid, port: g.port })),
-      workers: children.filter((c) => c.kind === 'worker').map((w) => ({ name: w.name, pid: w.proc.pid, http: w.http })),
+      workers: children
+        .filter((c) => c.kind === 'worker')
+        .map((w) => ({ name: w.name, pid: w.proc.pid, http: w.http })),
     }),
   );
-  say(`MCP endpoint: ${url}   (nginx → ${gateways.map((g) => `127.0.0.1:${g.port}`).join(', ')}; access log ${join(nginxDir, 'access.log')}). Ctrl-C stops everything.`);
+  say(
+    `MCP endpoint: ${url}   (nginx → ${gateways.map((g) => `127.0.0.1:${g.port}`).join(', ')}; access log ${join(nginxDir, 'access.log')}). Ctrl-C stops everything.`,
+  );
 }
 
 void main();

@@ -51,17 +51,24 @@ Options:
   -v, --version      print the version and exit`;
 
 try {
-  const { values } = parseArgs({ options: { help: { type: 'boolean', short: 'h' }, version: { type: 'boolean', short: 'v' } }, strict: true });
+  const { values } = parseArgs({
+    options: { help: { type: 'boolean', short: 'h' }, version: { type: 'boolean', short: 'v' } },
+    strict: true,
+  });
   if (values.help) {
     process.stdout.write(`${HELP}\n`);
     process.exit(0);
   }
   if (values.version) {
-    process.stdout.write(`mcp-task-service start ${JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')).version}\n`);
+    process.stdout.write(
+      `mcp-task-service start ${JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')).version}\n`,
+    );
     process.exit(0);
   }
 } catch (e) {
-  process.stderr.write(`start: ${e.message.split('\n')[0]} (the configuration comes from the environment; try --help)\n`);
+  process.stderr.write(
+    `start: ${e.message.split('\n')[0]} (the configuration comes from the environment; try --help)\n`,
+  );
   process.exit(2);
 }
 
@@ -73,7 +80,11 @@ try {
 }
 
 /** The same JSON lines as the gateway and the worker (pino, `svc` names the process). */
-const log = pino({ level: process.env.LOG_LEVEL || 'info', base: { svc: 'start', pid: process.pid }, timestamp: pino.stdTimeFunctions.isoTime });
+const log = pino({
+  level: process.env.LOG_LEVEL || 'info',
+  base: { svc: 'start', pid: process.pid },
+  timestamp: pino.stdTimeFunctions.isoTime,
+});
 const fail = (line) => {
   process.stderr.write(`start: ${line}\n`);
   process.exit(1);
@@ -83,21 +94,35 @@ const fail = (line) => {
 let ownRedis;
 
 // A Redis Cluster or Sentinel (REDIS_CLUSTER_NODES, REDIS_SENTINELS) is used as configured: no local Redis.
-if (!process.env.REDIS_URL?.trim() && !process.env.REDIS_CLUSTER_NODES?.trim() && !process.env.REDIS_SENTINELS?.trim()) {
+if (
+  !process.env.REDIS_URL?.trim() &&
+  !process.env.REDIS_CLUSTER_NODES?.trim() &&
+  !process.env.REDIS_SENTINELS?.trim()
+) {
   const port = Number(process.env.LOCAL_REDIS_PORT?.trim() || 6379);
-  if (!Number.isInteger(port) || port < 1 || port > 65535) fail(`invalid configuration: LOCAL_REDIS_PORT: expected a port number, got ${JSON.stringify(process.env.LOCAL_REDIS_PORT)}`);
+  if (!Number.isInteger(port) || port < 1 || port > 65535)
+    fail(
+      `invalid configuration: LOCAL_REDIS_PORT: expected a port number, got ${JSON.stringify(process.env.LOCAL_REDIS_PORT)}`,
+    );
   const local = `redis://127.0.0.1:${port}`;
   const found = await probeRedis('127.0.0.1', port);
   if (found === 'redis') {
-    log.info({ redis: local }, `start.redis_found: using the Redis that answers on 127.0.0.1:${port} (REDIS_URL is not set)`);
+    log.info(
+      { redis: local },
+      `start.redis_found: using the Redis that answers on 127.0.0.1:${port} (REDIS_URL is not set)`,
+    );
   } else if (found === 'auth') {
     fail(`the Redis on 127.0.0.1:${port} wants a password: set REDIS_URL=redis://:<password>@127.0.0.1:${port}`);
   } else if (found === 'other') {
-    fail(`something that is not a Redis answers on 127.0.0.1:${port}: set REDIS_URL to your Redis, or LOCAL_REDIS_PORT to a free port for npm start's own`);
+    fail(
+      `something that is not a Redis answers on 127.0.0.1:${port}: set REDIS_URL to your Redis, or LOCAL_REDIS_PORT to a free port for npm start's own`,
+    );
   } else {
     const bin = findOnPath('redis-server');
     if (!bin) {
-      fail(`no Redis answers on 127.0.0.1:${port} and redis-server is not installed; install it (${INSTALL['redis-server']}) or set REDIS_URL to a reachable Redis`);
+      fail(
+        `no Redis answers on 127.0.0.1:${port} and redis-server is not installed; install it (${INSTALL['redis-server']}) or set REDIS_URL to a reachable Redis`,
+      );
     }
     const dirSetting = process.env.LOCAL_REDIS_DIR?.trim() || join('.data', 'redis');
     const dir = isAbsolute(dirSetting) ? dirSetting : join(root, dirSetting);

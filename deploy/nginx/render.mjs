@@ -14,7 +14,25 @@ import { fileURLToPath } from 'node:url';
 export const TEMPLATE_PATH = join(dirname(fileURLToPath(import.meta.url)), 'mcp.conf.template');
 
 /** The placeholders the template uses (docker-compose.yml sets the same names). */
-export const PLACEHOLDERS = Object.freeze(['NGINX_LISTEN', 'MCP_GATEWAYS', 'NGINX_ACCESS_LOG']);
+export const PLACEHOLDERS = Object.freeze(['NGINX_LISTEN', 'MCP_GATEWAYS', 'NGINX_ACCESS_LOG', 'MAX_BODY_BYTES']);
+
+/** MAX_BODY_BYTES when it is not set (packages/config's default; a unit test keeps them equal). */
+export const DEFAULT_MAX_BODY_BYTES = 4 * 1024 * 1024;
+
+/** What each gateway's `server` line carries (see the upstream block of the template). */
+export const SERVER_PARAMETERS = 'max_fails=1 fail_timeout=10s';
+
+/**
+ * MAX_BODY_BYTES for the template: `value` (a string from the environment, or a number), else the
+ * default. An empty string is the default (as for the gateway). Throws on anything else than an
+ * integer >= 1024, as the gateway would refuse to start with it.
+ */
+export function maxBodyBytesOf(value) {
+  if (value === undefined || String(value).trim() === '') return DEFAULT_MAX_BODY_BYTES;
+  const n = Number(String(value).trim());
+  if (!Number.isInteger(n) || n < 1024) throw new Error(`MAX_BODY_BYTES: must be an integer >= 1024, got ${value}`);
+  return n;
+}
 
 const EXAMPLE_BEGIN = /^\s*# >>> example: a pool of its own for tasks\/get/;
 const EXAMPLE_END = /^\s*# <<< example/;
@@ -55,14 +73,15 @@ function enablePollPool(text, pollGateways) {
     if (/^\s*server /.test(code)) {
       if (!serversWritten) {
         const indent = /^(\s*)/.exec(code)[1];
-        for (const s of pollGateways) out.push(`${indent}server ${s};`);
+        for (const s of pollGateways) out.push(`${indent}server ${s} ${SERVER_PARAMETERS};`);
         serversWritten = true;
       }
       continue;
     }
     out.push(code);
   }
-  if (blocks !== 2 || !serversWritten) throw new Error(`${TEMPLATE_PATH}: the tasks/get pool example is missing or changed shape`);
+  if (blocks !== 2 || !serversWritten)
+    throw new Error(`${TEMPLATE_PATH}: the tasks/get pool example is missing or changed shape`);
   return out.join('\n');
 }
 
@@ -73,16 +92,24 @@ function enablePollPool(text, pollGateways) {
  * @param {string[]} o.gateways         gateway addresses `host:port` (round robin, in this order)
  * @param {string} o.accessLog          access log path (format `mcp`, see the template)
  * @param {string[]} [o.pollGateways]   turn on the Mcp-Method example: tasks/get goes to these
+ * @param {string|number} [o.maxBodyBytes] the gateways' MAX_BODY_BYTES (default: $MAX_BODY_BYTES, else 4 MiB)
  * @returns {string}
  */
-export function renderMcpConf({ listen, gateways, accessLog, pollGateways }) {
+export function renderMcpConf({
+  listen,
+  gateways,
+  accessLog,
+  pollGateways,
+  maxBodyBytes = process.env.MAX_BODY_BYTES,
+}) {
   if (!gateways?.length) throw new Error('renderMcpConf: no gateways');
   let text = readFileSync(TEMPLATE_PATH, 'utf8');
   if (pollGateways?.length) text = enablePollPool(text, pollGateways);
   const values = {
     NGINX_LISTEN: String(listen),
-    MCP_GATEWAYS: gateways.map((g) => `server ${g};`).join(' '),
+    MCP_GATEWAYS: gateways.map((g) => `server ${g} ${SERVER_PARAMETERS};`).join(' '),
     NGINX_ACCESS_LOG: accessLog,
+    MAX_BODY_BYTES: String(maxBodyBytesOf(maxBodyBytes)),
   };
   return text.replace(/\$\{([A-Z_][A-Z0-9_]*)\}/g, (all, name) => (name in values ? values[name] : all));
 }
@@ -94,9 +121,16 @@ export function renderMcpConf({ listen, gateways, accessLog, pollGateways }) {
  * @param {object} o  as renderMcpConf, plus `dir` (created if missing); `accessLog` defaults to `<dir>/access.log`
  * @returns {{ conf: string, mcpConf: string, confPath: string }}
  */
-export function writeLocalNginxConf({ dir, listen, gateways, pollGateways, accessLog = join(dir, 'access.log') }) {
+export function writeLocalNginxConf({
+  dir,
+  listen,
+  gateways,
+  pollGateways,
+  maxBodyBytes,
+  accessLog = join(dir, 'access.log'),
+}) {
   for (const d of ['client_body', 'proxy', 'fastcgi', 'uwsgi', 'scgi']) mkdirSync(join(dir, d), { recursive: true });
-  const mcpConf = renderMcpConf({ listen, gateways, accessLog, pollGateways });
+  const mcpConf = renderMcpConf({ listen, gateways, accessLog, pollGateways, maxBodyBytes });
   const mcpPath = join(dir, 'mcp.conf');
   writeFileSync(mcpPath, mcpConf);
   const user = process.getuid?.() === 0 ? 'user root root;' : '';

@@ -50,7 +50,11 @@ const AUDIENCE_FORM = {
 function render(version, audience, breakingFirst, changes) {
   const order = breakingFirst ? ['breaking', 'feature', 'fix'] : ['feature', 'fix', 'breaking'];
   const heading = { breaking: 'Breaking changes', feature: 'New', fix: 'Fixed' };
-  const lines = [`# Release ${version}`, '', audience === 'users' ? 'What changes for you:' : 'What changes for integrators:'];
+  const lines = [
+    `# Release ${version}`,
+    '',
+    audience === 'users' ? 'What changes for you:' : 'What changes for integrators:',
+  ];
   for (const kind of order) {
     const some = changes.filter((c) => c.kind === kind);
     if (some.length) lines.push('', `## ${heading[kind]}`, ...some.map((c) => `- ${c.title}`));
@@ -82,7 +86,10 @@ export const releaseNotes = defineTool({
   description:
     'Writes the release notes of a version: reads its changes (a few seconds), asks who the notes are for, then writes and publishes them. Returns the notes.',
   inputSchema: z.object({
-    version: z.string().regex(/^[0-9A-Za-z.+-]{1,40}$/).describe('The version to write notes for, e.g. 2.4.0'),
+    version: z
+      .string()
+      .regex(/^[0-9A-Za-z.+-]{1,40}$/)
+      .describe('The version to write notes for, e.g. 2.4.0'),
     changes: z.number().int().min(1).max(40).default(6).describe('How many changes to read (1-40)'),
   }),
   taskSupport: 'optional',

@@ -24,13 +24,25 @@ test('step 1 reads every change, reporting progress, then asks who the notes are
   const t = testContext();
   const step1 = await releaseNotes.run(args({ version: '1.2.0', changes: 3 }), t.ctx);
   assert.ok(isInputRequired(step1));
-  assert.deepEqual(t.progress.map((p) => [p.done, p.total]), [[1, 3], [2, 3], [3, 3]]);
+  assert.deepEqual(
+    t.progress.map((p) => [p.done, p.total]),
+    [
+      [1, 3],
+      [2, 3],
+      [3, 3],
+    ],
+  );
   assert.equal(step1.inputRequests.audience.method, 'elicitation/create');
   assert.equal(step1.state.changes.length, 3);
 });
 
 test('step 2 writes the notes for the chosen audience, publishes them once, and the model can read them', async () => {
-  const state = { changes: [{ id: 'a', kind: 'breaking', title: 'Dropped Node 18' }, { id: 'b', kind: 'feature', title: 'Dark mode' }] };
+  const state = {
+    changes: [
+      { id: 'a', kind: 'breaking', title: 'Dropped Node 18' },
+      { id: 'b', kind: 'feature', title: 'Dark mode' },
+    ],
+  };
   const answer = { audience: { action: 'accept', content: { audience: 'users', breaking_first: true } } };
   const t = testContext({ step: 2, state, inputResponses: answer, taskId: 'task-1' });
   const result = await releaseNotes.run(args({ version: '1.2.0' }), t.ctx);

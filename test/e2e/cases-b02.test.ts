@@ -1,3 +1,4 @@
+// @needs redis redis-server
 /**
  * Case B-02 (shared/cases/cases.md): durable creation before returning the task handle.
  *
@@ -14,10 +15,21 @@
  */
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
+import { randomUUID } from 'node:crypto';
 import { Queue } from 'bullmq';
 import { Redis } from 'ioredis';
 import { KEEP_COMPLETED_JOBS } from '@mcp-tasks/jobs';
-import { freePort, SHARED_REDIS_URL, sleep, startCluster, startRedis, waitFor, type Cluster, type Proc, type ThrowawayRedis } from '../support/cluster.js';
+import {
+  freePort,
+  SHARED_REDIS_URL,
+  sleep,
+  startCluster,
+  startRedis,
+  waitFor,
+  type Cluster,
+  type Proc,
+  type ThrowawayRedis,
+} from '../support/cluster.js';
 import { callTool, getTask, pollTask, roundRobin, type RpcResponse } from '../support/mcp.js';
 import { startTcpProxy, type TcpProxy } from '../support/tcp-proxy.js';
 
@@ -42,7 +54,10 @@ const brief = (r: RpcResponse) => `HTTP ${r.status} ${JSON.stringify(r.body).sli
 function toolsQueue(c: Cluster): Queue {
   const u = new URL(c.redisUrl);
   // Connection options (not an ioredis instance), so queue.close() also closes the connection.
-  return new Queue('tools', { connection: { host: u.hostname, port: Number(u.port || 6379), maxRetriesPerRequest: null }, prefix: `${c.prefix}:{jobs}` });
+  return new Queue('tools', {
+    connection: { host: u.hostname, port: Number(u.port || 6379), maxRetriesPerRequest: null },
+    prefix: `${c.prefix}:{jobs}`,
+  });
 }
 
 /** Fails unless `admin` talks to the throwaway redis-server this test started (not a stranger on a reused port). */
@@ -51,7 +66,15 @@ async function assertOwnRedis(admin: Redis, r: ThrowawayRedis) {
   assert.equal(pid, r.proc.pid, 'the throwaway redis-server answering is the one this test started');
 }
 
-const ALL_JOB_STATES = ['active', 'completed', 'delayed', 'failed', 'prioritized', 'waiting', 'waiting-children'] as const;
+const ALL_JOB_STATES = [
+  'active',
+  'completed',
+  'delayed',
+  'failed',
+  'prioritized',
+  'waiting',
+  'waiting-children',
+] as const;
 
 describe('Case B-02 durable creation before the task handle (T-15, D4, D5)', () => {
   let c: Cluster;
@@ -110,7 +133,11 @@ describe('Case B-02 durable creation before the task handle (T-15, D4, D5)', () 
     const [g1, g2] = g.map((p) => p.url!);
     const before = returned.size;
     const { failures, notFound } = await createThenGet(g1!, g2!, 1000, 20, 'a');
-    assert.equal(notFound, 0, `tasks/get answered -32602 for ${notFound} ids a gateway had just returned; first: ${failures.slice(0, 3).join(' | ')}`);
+    assert.equal(
+      notFound,
+      0,
+      `tasks/get answered -32602 for ${notFound} ids a gateway had just returned; first: ${failures.slice(0, 3).join(' | ')}`,
+    );
     assert.deepEqual(failures.slice(0, 5), [], `${failures.length} of 1000 iterations failed`);
     assert.equal(returned.size - before, 1000, 'every call returned a distinct taskId');
   });
@@ -118,7 +145,11 @@ describe('Case B-02 durable creation before the task handle (T-15, D4, D5)', () 
   it('Case B-02(b) T-15: with 200 ms added each way between gateways and Redis, tasks/get on G4 right after tools/call on G3 never gives -32602', async () => {
     const [g3, g4] = g.slice(2).map((p) => p.url!);
     const { failures, notFound, getMs } = await createThenGet(g3!, g4!, 30, 5, 'b');
-    assert.equal(notFound, 0, `tasks/get answered -32602 for ${notFound} returned ids; first: ${failures.slice(0, 3).join(' | ')}`);
+    assert.equal(
+      notFound,
+      0,
+      `tasks/get answered -32602 for ${notFound} returned ids; first: ${failures.slice(0, 3).join(' | ')}`,
+    );
     assert.deepEqual(failures.slice(0, 5), [], `${failures.length} of 30 iterations failed`);
     // The proxy really was in the path: a tasks/get is at least one Redis round trip (2 × 200 ms).
     assert.ok(Math.min(...getMs) >= 380, `tasks/get through the proxy took only ${Math.min(...getMs)} ms`);
@@ -128,8 +159,14 @@ describe('Case B-02 durable creation before the task handle (T-15, D4, D5)', () 
     const [g1, g2] = g.map((p) => p.url!);
     const args = { seconds: 1, text: 'same arguments' };
     // Same gateway, and across gateways.
-    for (const [u1, u2] of [[g1!, g1!], [g1!, g2!]] as const) {
-      const [r1, r2] = await Promise.all([callTool(u1, 'slow_echo', args, { id: 'e-1' }), callTool(u2, 'slow_echo', args, { id: 'e-2' })]);
+    for (const [u1, u2] of [
+      [g1!, g1!],
+      [g1!, g2!],
+    ] as const) {
+      const [r1, r2] = await Promise.all([
+        callTool(u1, 'slow_echo', args, { id: 'e-1' }),
+        callTool(u2, 'slow_echo', args, { id: 'e-2' }),
+      ]);
       assert.equal(r1.body.result?.resultType, 'task', brief(r1));
       assert.equal(r2.body.result?.resultType, 'task', brief(r2));
       assert.equal(r1.body.id, 'e-1');
@@ -158,7 +195,8 @@ describe('Case B-02 durable creation before the task handle (T-15, D4, D5)', () 
     // t.<taskId>.1 started exactly once, and the task record says completed.
     const started = new Map<string, number>();
     for (const w of c.workers) {
-      for (const l of w.logs) if (l.msg === 'step.started') started.set(String(l.jobId), (started.get(String(l.jobId)) ?? 0) + 1);
+      for (const l of w.logs)
+        if (l.msg === 'step.started') started.set(String(l.jobId), (started.get(String(l.jobId)) ?? 0) + 1);
     }
     const problems: string[] = [];
     let retired = 0;
@@ -167,12 +205,16 @@ describe('Case B-02 durable creation before the task handle (T-15, D4, D5)', () 
       const [job, second] = await Promise.all([queue.getJob(jobId(id, 1)), queue.getJob(jobId(id, 2))]);
       if (second || started.has(jobId(id, 2))) problems.push(`${id}: unexpected second job ${jobId(id, 2)}`);
       if (job) {
-        if (job.data?.taskId !== id || job.data?.step !== 1) problems.push(`${id}: job data ${JSON.stringify(job.data)}`);
+        if (job.data?.taskId !== id || job.data?.step !== 1)
+          problems.push(`${id}: job data ${JSON.stringify(job.data)}`);
         return;
       }
       retired++;
       const status = await c.redis.hget(`${c.prefix}:{t:${id}}:task`, 'status');
-      if (started.get(jobId(id)) !== 1 || status !== 'completed') problems.push(`${id}: no job ${jobId(id)} in the queue, started ${started.get(jobId(id)) ?? 0} times, task ${status}`);
+      if (started.get(jobId(id)) !== 1 || status !== 'completed')
+        problems.push(
+          `${id}: no job ${jobId(id)} in the queue, started ${started.get(jobId(id)) ?? 0} times, task ${status}`,
+        );
     });
     assert.deepEqual(problems.slice(0, 5), [], `${problems.length} tasks without exactly one job`);
     // Exactly one each: the queue holds as many jobs as tasks were returned, in any state, less
@@ -180,9 +222,16 @@ describe('Case B-02 durable creation before the task handle (T-15, D4, D5)', () 
     const counts = await queue.getJobCounts(...ALL_JOB_STATES);
     const total = Object.values(counts).reduce((a, b) => a + b, 0);
     assert.equal(total + retired, ids.length, `jobs in the tools queue: ${JSON.stringify(counts)}, ${retired} retired`);
-    assert.ok(retired === 0 || counts.completed! >= KEEP_COMPLETED_JOBS, `${retired} jobs retired while only ${counts.completed} completed ones are kept`);
+    assert.ok(
+      retired === 0 || counts.completed! >= KEEP_COMPLETED_JOBS,
+      `${retired} jobs retired while only ${counts.completed} completed ones are kept`,
+    );
     const expected = new Set(ids.map((id) => jobId(id)));
-    assert.deepEqual([...started.keys()].filter((j) => !expected.has(j)), [], 'every job the workers started belongs to a returned task');
+    assert.deepEqual(
+      [...started.keys()].filter((j) => !expected.has(j)),
+      [],
+      'every job the workers started belongs to a returned task',
+    );
     // And no task record exists without a returned id (nothing created behind the client's back).
     const taskKeys = (await c.keys()).filter((k) => k.endsWith(':task'));
     const unknown = taskKeys.map((k) => UUID_RE.exec(k)?.[0]).filter((id) => !id || !returned.has(id));
@@ -225,7 +274,9 @@ describe('Case B-02(c) Redis refuses writes while tools/call is handled: -32603,
     return {
       tasks: keys.filter((k) => k.includes(':{t:') && k.endsWith(':task')).sort(),
       jobs: keys.filter((k) => k.includes(':{jobs}:tools:t.')).sort(),
-      waiting: (await admin.llen(`${c.prefix}:{jobs}:tools:wait`)) + (await admin.zcard(`${c.prefix}:{jobs}:tools:prioritized`)),
+      waiting:
+        (await admin.llen(`${c.prefix}:{jobs}:tools:wait`)) +
+        (await admin.zcard(`${c.prefix}:{jobs}:tools:prioritized`)),
     };
   }
 
@@ -241,7 +292,12 @@ describe('Case B-02(c) Redis refuses writes while tools/call is handled: -32603,
 
   /** After Redis is back: ready again, late writes had time to land, and nothing new exists. */
   async function assertNothingLeftBehind(before: Awaited<ReturnType<typeof snapshot>>) {
-    await waitFor(async () => (await fetch(g.url!.replace(/\/mcp$/, '/readyz'))).status === 200, 15_000, 100, 'gateway ready again');
+    await waitFor(
+      async () => (await fetch(g.url!.replace(/\/mcp$/, '/readyz'))).status === 200,
+      15_000,
+      100,
+      'gateway ready again',
+    );
     await sleep(1500); // a command resent on reconnect would land now
     const now = await snapshot();
     const records = await Promise.all(
@@ -249,8 +305,16 @@ describe('Case B-02(c) Redis refuses writes while tools/call is handled: -32603,
         .filter((k) => !before.tasks.includes(k))
         .map(async (k) => `${k} (status ${await admin.hget(k, 'status')}, pttl ${await admin.pttl(k)} ms)`),
     );
-    const leftovers = { records, jobs: now.jobs.filter((k) => !before.jobs.includes(k)), waiting: now.waiting - before.waiting };
-    assert.deepEqual(leftovers, { records: [], jobs: [], waiting: 0 }, 'nothing left behind: no task record, no BullMQ job (D4)');
+    const leftovers = {
+      records,
+      jobs: now.jobs.filter((k) => !before.jobs.includes(k)),
+      waiting: now.waiting - before.waiting,
+    };
+    assert.deepEqual(
+      leftovers,
+      { records: [], jobs: [], waiting: 0 },
+      'nothing left behind: no task record, no BullMQ job (D4)',
+    );
     // Sanity: the service works again, so the absence above means something.
     const ok = await callTool(g.url!, 'slow_echo', { seconds: 1 });
     assert.equal(ok.body.result?.resultType, 'task', `after recovery: ${brief(ok)}`);
@@ -273,7 +337,12 @@ describe('Case B-02(c) Redis refuses writes while tools/call is handled: -32603,
     const before = await snapshot();
     proxy.pause();
     try {
-      await waitFor(async () => (await fetch(g.url!.replace(/\/mcp$/, '/readyz'))).status === 503, 10_000, 50, 'gateway sees Redis gone');
+      await waitFor(
+        async () => (await fetch(g.url!.replace(/\/mcp$/, '/readyz'))).status === 503,
+        10_000,
+        50,
+        'gateway sees Redis gone',
+      );
       const r = await callTool(g.url!, 'slow_echo', { seconds: 1 });
       assertCreationRefused(r);
       assert.equal(r.status, 503, 'Redis unreachable → 503 (D10)');
@@ -298,6 +367,32 @@ describe('Case B-02(c) Redis refuses writes while tools/call is handled: -32603,
     await assertNothingLeftBehind(before);
   });
 
+  it('Case B-02(c) T-15/D4: with an Idempotency-Key, connection cut while the task record is being written: -32603, the key is freed once Redis is back, and a retry with the key creates the task', async () => {
+    const before = await snapshot();
+    const key = `"${randomUUID()}"`;
+    const idemKeys = async () => (await c.keys()).filter((k) => k.includes(':idem:'));
+    const keysBefore = await idemKeys();
+    const removed = () => g.logs.filter((l) => l.msg === 'task.abandoned_removed').length;
+    const removedBefore = removed();
+    proxy.setTap((chunk, dir) => (dir === 'up' && chunk.includes(`${c.prefix}:{t:`) ? 'cut' : undefined));
+    try {
+      const r = await callTool(g.url!, 'slow_echo', { seconds: 1 }, { headers: { 'idempotency-key': key } });
+      assert.ok(proxy.paused, 'the proxy saw the task write and cut Redis away');
+      assertCreationRefused(r);
+    } finally {
+      proxy.setTap(undefined);
+      proxy.resume();
+    }
+    await assertNothingLeftBehind(before);
+    // The claim made before the cut is released by the clean-up once Redis answers again.
+    await waitFor(() => removed() > removedBefore, 15_000, 100, 'the abandoned creation to be cleaned up');
+    assert.deepEqual(await idemKeys(), keysBefore, 'no key names the task that was never created');
+    const retry = await callTool(g.url!, 'slow_echo', { seconds: 1 }, { headers: { 'idempotency-key': key } });
+    assert.equal(retry.body.result?.resultType, 'task', `the key does not block a retry: ${brief(retry)}`);
+    const again = await callTool(g.url!, 'slow_echo', { seconds: 1 }, { headers: { 'idempotency-key': key } });
+    assert.equal(again.body.result?.taskId, retry.body.result?.taskId, 'and names the new task');
+  });
+
   it('Case B-02(c) T-15/D4: connection cut while the job is being enqueued (record already written): -32603, and neither record nor job remains after Redis is back', async () => {
     const before = await snapshot();
     proxy.setTap((chunk, dir) => (dir === 'up' && chunk.includes(`${c.prefix}:{jobs}:tools`) ? 'cut' : undefined));
@@ -312,4 +407,3 @@ describe('Case B-02(c) Redis refuses writes while tools/call is handled: -32603,
     await assertNothingLeftBehind(before);
   });
 });
-

@@ -1,3 +1,4 @@
+// @needs redis redis-server
 /**
  * Case B-03 (shared/cases/cases.md): an unknown or expired task must never be reported alive.
  *
@@ -16,8 +17,25 @@ import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { Redis } from 'ioredis';
-import { sleep, startCluster, startRedis, waitFor, type Cluster, type Proc, type ThrowawayRedis } from '../support/cluster.js';
-import { callTool, cancelTask, getTask, pollTask, roundRobin, rpc, updateTask, type RpcResponse } from '../support/mcp.js';
+import {
+  sleep,
+  startCluster,
+  startRedis,
+  waitFor,
+  type Cluster,
+  type Proc,
+  type ThrowawayRedis,
+} from '../support/cluster.js';
+import {
+  callTool,
+  cancelTask,
+  getTask,
+  pollTask,
+  roundRobin,
+  rpc,
+  updateTask,
+  type RpcResponse,
+} from '../support/mcp.js';
 
 const brief = (r: RpcResponse) => `HTTP ${r.status} ${JSON.stringify(r.body).slice(0, 300)}`;
 
@@ -46,9 +64,39 @@ function assertHeaderMismatch(r: RpcResponse, what: string) {
 /** Commands that read by scanning, and commands that write. */
 const SCANS = ['keys', 'scan', 'hscan', 'sscan', 'zscan'];
 const WRITES = [
-  'set', 'setex', 'psetex', 'setnx', 'del', 'unlink', 'expire', 'pexpire', 'pexpireat', 'expireat', 'persist',
-  'hset', 'hsetnx', 'hmset', 'hdel', 'hincrby', 'incr', 'incrby', 'zadd', 'zrem', 'sadd', 'srem', 'lpush', 'rpush',
-  'lrem', 'xadd', 'xtrim', 'eval', 'evalsha', 'fcall', 'restore', 'copy', 'rename',
+  'set',
+  'setex',
+  'psetex',
+  'setnx',
+  'del',
+  'unlink',
+  'expire',
+  'pexpire',
+  'pexpireat',
+  'expireat',
+  'persist',
+  'hset',
+  'hsetnx',
+  'hmset',
+  'hdel',
+  'hincrby',
+  'incr',
+  'incrby',
+  'zadd',
+  'zrem',
+  'sadd',
+  'srem',
+  'lpush',
+  'rpush',
+  'lrem',
+  'xadd',
+  'xtrim',
+  'eval',
+  'evalsha',
+  'fcall',
+  'restore',
+  'copy',
+  'rename',
 ];
 
 /** `calls` per command from INFO commandstats, for the given command names. */
@@ -67,6 +115,9 @@ describe('Case B-03 unknown, expired and malformed task ids give -32602, never a
   const expired: { id: string; tool: string; beforeTtl: Record<string, any> }[] = [];
   let dbsizeBefore = -1;
   let keysBefore: string[] = [];
+  /** Each key's PTTL (ms; -1 without expiry) when `keysBefore` was taken, at `snapshotAt`. */
+  let pttlBefore = new Map<string, number>();
+  let snapshotAt = 0;
   let statsBefore: Record<string, number> = {};
   /** Every id (or id-like value) sent in a lookup, to look for in key names afterwards. */
   const looked: string[] = [];
@@ -77,13 +128,20 @@ describe('Case B-03 unknown, expired and malformed task ids give -32602, never a
     c = await startCluster({ redisUrl: redis.url, gateways: 0, workers: 0, env: { TASK_TTL_MS: '2000' } });
     admin = new Redis(redis.url, { maxRetriesPerRequest: 1 });
     // DBSIZE must be this cluster's alone: make sure the server on that port is ours.
-    assert.equal(Number(/process_id:(\d+)/.exec(await admin.info('server'))?.[1]), redis.proc.pid, 'our own throwaway redis-server');
+    assert.equal(
+      Number(/process_id:(\d+)/.exec(await admin.info('server'))?.[1]),
+      redis.proc.pid,
+      'our own throwaway redis-server',
+    );
     await Promise.all([c.addGateway(), c.addGateway(), c.addWorker()]);
     const [g1] = c.urls;
     const next = roundRobin(c.urls);
     const t0 = Date.now();
     // One task that completes, one left waiting for input; both must be readable before the TTL.
-    for (const [tool, args, status] of [['slow_echo', { seconds: 0, text: 'soon gone' }, 'completed'], ['ask_confirm', {}, 'input_required']] as const) {
+    for (const [tool, args, status] of [
+      ['slow_echo', { seconds: 0, text: 'soon gone' }, 'completed'],
+      ['ask_confirm', {}, 'input_required'],
+    ] as const) {
       const made = await callTool(g1!, tool, args);
       assert.equal(made.body.result?.resultType, 'task', brief(made));
       const id = made.body.result!.taskId as string;
@@ -98,13 +156,21 @@ describe('Case B-03 unknown, expired and malformed task ids give -32602, never a
     // minute) exists before the lookups: creations and polls above wrote none (limits.ts).
     for (const url of c.urls) assert.equal((await rpc(url, 'tools/list', {})).status, 200);
     let last = -1;
-    await waitFor(async () => {
-      const n = await admin.dbsize();
-      const stable = n === last;
-      last = n;
-      return stable;
-    }, 10_000, 1000, 'a quiet Redis');
+    await waitFor(
+      async () => {
+        const n = await admin.dbsize();
+        const stable = n === last;
+        last = n;
+        return stable;
+      },
+      10_000,
+      1000,
+      'a quiet Redis',
+    );
     keysBefore = (await c.keys()).sort();
+    const ttls = await Promise.all(keysBefore.map((k) => admin.pttl(k)));
+    pttlBefore = new Map(keysBefore.map((k, i) => [k, ttls[i]!]));
+    snapshotAt = Date.now();
     dbsizeBefore = await admin.dbsize();
     statsBefore = await commandCalls(admin, [...SCANS, ...WRITES, 'zcount']);
   });
@@ -136,7 +202,10 @@ describe('Case B-03 unknown, expired and malformed task ids give -32602, never a
       assert.equal(beforeTtl.ttlMs, 2000, `${tool}: test profile TTL`);
       looked.push(id);
       for (const url of c.urls) assertNotFound(await getTask(url, id), `tasks/get of expired ${tool} task`);
-      assertNotFound(await updateTask(c.urls[0]!, id, { 'confirm.1': { action: 'accept', content: { confirm: true } } }), `tasks/update of expired ${tool} task`);
+      assertNotFound(
+        await updateTask(c.urls[0]!, id, { 'confirm.1': { action: 'accept', content: { confirm: true } } }),
+        `tasks/update of expired ${tool} task`,
+      );
       assertNotFound(await cancelTask(c.urls[1]!, id), `tasks/cancel of expired ${tool} task`);
     }
   });
@@ -148,7 +217,10 @@ describe('Case B-03 unknown, expired and malformed task ids give -32602, never a
     // 42: a number. Mcp-Name names only string values (the SDK compares only a string
     // params.taskId), so the request is served with or without the header.
     assertInvalidParams(await rpc(g2!, 'tasks/get', { taskId: 42 }), 'taskId 42 with Mcp-Name: 42');
-    assertInvalidParams(await rpc(g1!, 'tasks/get', { taskId: 42 }, { headers: { 'mcp-name': null } }), 'taskId 42 without Mcp-Name');
+    assertInvalidParams(
+      await rpc(g1!, 'tasks/get', { taskId: 42 }, { headers: { 'mcp-name': null } }),
+      'taskId 42 without Mcp-Name',
+    );
     // No taskId at all (and so no Mcp-Name).
     assertInvalidParams(await rpc(g2!, 'tasks/get', {}), 'no taskId');
     // The same malformed ids on tasks/update and tasks/cancel.
@@ -199,17 +271,27 @@ describe('Case B-03 unknown, expired and malformed task ids give -32602, never a
       const a = randomUUID();
       const b = randomUUID();
       looked.push(a, b);
-      assertNotFound(await updateTask(url, a, { 'confirm.1': { action: 'accept', content: { confirm: true } } }), `tasks/update ${a}`);
+      assertNotFound(
+        await updateTask(url, a, { 'confirm.1': { action: 'accept', content: { confirm: true } } }),
+        `tasks/update ${a}`,
+      );
       assertNotFound(await cancelTask(url, b), `tasks/cancel ${b}`);
     }
   });
 
   it('Case B-03 T-21: the lookups created no key (DBSIZE and the key set unchanged), wrote nothing but the per-principal request counter (not for polls), and scanned nothing', async () => {
     assert.ok(dbsizeBefore > 0 && looked.length > 20, 'the lookups above ran against a populated Redis');
-    assert.ok(statsBefore.evalsha! > 0 && statsBefore.scan! > 0, `commandstats are read (creating the fixtures ran scripts): ${JSON.stringify(statsBefore)}`);
+    assert.ok(
+      statsBefore.evalsha! > 0 && statsBefore.scan! > 0,
+      `commandstats are read (creating the fixtures ran scripts): ${JSON.stringify(statsBefore)}`,
+    );
     // commandstats first: c.keys() below scans.
     const stats = await commandCalls(admin, [...SCANS, ...WRITES, 'zcount']);
-    const changed = Object.fromEntries(Object.entries(stats).filter(([k, v]) => v !== statsBefore[k]).map(([k, v]) => [k, v - statsBefore[k]!]));
+    const changed = Object.fromEntries(
+      Object.entries(stats)
+        .filter(([k, v]) => v !== statsBefore[k])
+        .map(([k, v]) => [k, v - statsBefore[k]!]),
+    );
     // Every tasks/update and tasks/cancel counts against its principal's rate in Redis
     // (limits.ts): one script call doing one INCR of an existing counter per request; a poll
     // (tasks/get) is counted in the gateway and costs no Redis write. Nothing else may write, and
@@ -219,12 +301,29 @@ describe('Case B-03 unknown, expired and malformed task ids give -32602, never a
     const { evalsha = 0, incr = 0, pexpire = 0, zcount = 0, ...other } = changed;
     assert.deepEqual(other, {}, 'no scan and no write command ran during the lookups (but the rate counter)');
     assert.ok(pexpire <= 2, `rate windows started during the lookups: ${pexpire}`);
-    assert.equal(evalsha, incr + zcount, `each script call is one rate-counter INCR or one live-worker count: ${JSON.stringify(changed)}`);
+    assert.equal(
+      evalsha,
+      incr + zcount,
+      `each script call is one rate-counter INCR or one live-worker count: ${JSON.stringify(changed)}`,
+    );
     // The tasks/update and tasks/cancel requests above: 4 (T-24) + 3 (malformed) + 1 (8 KB) + 4 (random UUIDs).
     assert.equal(incr, 12, `one rate-counter INCR per tasks/update or tasks/cancel, none per tasks/get: ${incr}`);
-    assert.equal(await admin.dbsize(), dbsizeBefore, 'DBSIZE unchanged');
     const keys = (await c.keys()).sort();
-    assert.deepEqual(keys, keysBefore, 'same keys as before the lookups');
+    assert.deepEqual(
+      keys.filter((k) => !keysBefore.includes(k)),
+      [],
+      'no key was created by the lookups',
+    );
+    // A key may only be gone by its own expiry (a fixture's TTL ending during the lookups on a
+    // slow machine), never deleted by a lookup: it had a TTL, and that TTL has run out by now.
+    const elapsedMs = Date.now() - snapshotAt;
+    const gone = keysBefore.filter((k) => !keys.includes(k));
+    assert.deepEqual(
+      gone.filter((k) => !((pttlBefore.get(k) ?? -1) > 0 && pttlBefore.get(k)! <= elapsedMs)),
+      [],
+      `keys gone without their TTL having run out (${elapsedMs} ms since the snapshot)`,
+    );
+    assert.equal(await admin.dbsize(), dbsizeBefore - gone.length, 'DBSIZE unchanged but for expired keys');
     const named = keys.filter((k) => looked.some((id) => k.includes(id) && !expired.some((e) => e.id === id)));
     assert.deepEqual(named, [], 'no key names a looked-up id');
   });

@@ -1,3 +1,4 @@
+// @needs redis
 /**
  * Case B-05 (shared/cases/cases.md): tasks/update answers dropped or applied twice.
  * Real processes: three gateways (G1, G2, G3) and workers, every request on a named gateway.
@@ -24,7 +25,9 @@ const ACCEPT_NO = { action: 'accept', content: { confirm: false } };
 
 /** `step.started` log lines for (taskId, step) across every worker the cluster ever ran. */
 function stepStarts(c: Cluster, taskId: string, step: number): Record<string, unknown>[] {
-  return c.workers.flatMap((w) => w.logs.filter((l) => l.msg === 'step.started' && l.taskId === taskId && l.step === step));
+  return c.workers.flatMap((w) =>
+    w.logs.filter((l) => l.msg === 'step.started' && l.taskId === taskId && l.step === step),
+  );
 }
 
 /** A BullMQ view of the cluster's `tools` queue (read-only use). */
@@ -41,14 +44,24 @@ function toolsQueue(c: Cluster): { queue: Queue; close(): Promise<void> } {
 }
 
 /** Creates an `ask_confirm` task on `url` and waits until it is `input_required`. */
-async function parkedAskConfirm(c: Cluster, url: string, question: string): Promise<{ taskId: string; parked: Record<string, any>; key: string }> {
+async function parkedAskConfirm(
+  c: Cluster,
+  url: string,
+  question: string,
+): Promise<{ taskId: string; parked: Record<string, any>; key: string }> {
   const create = await callTool(url, 'ask_confirm', { question });
   assert.equal(create.status, 200, JSON.stringify(create.body));
   assert.equal(create.body.result?.resultType, 'task', JSON.stringify(create.body));
   const taskId = create.body.result!.taskId as string;
   const urls = c.urls;
   let i = 0;
-  const parked = await pollTask(() => urls[i++ % urls.length]!, taskId, (t) => t.status !== 'working', 10_000, 50);
+  const parked = await pollTask(
+    () => urls[i++ % urls.length]!,
+    taskId,
+    (t) => t.status !== 'working',
+    10_000,
+    50,
+  );
   assert.equal(parked.status, 'input_required', JSON.stringify(parked));
   const keys = Object.keys(parked.inputRequests ?? {});
   assert.equal(keys.length, 1, `one outstanding request expected: ${JSON.stringify(parked.inputRequests)}`);
@@ -86,7 +99,10 @@ describe('Case B-05: tasks/update answers dropped or applied twice', () => {
     assert.equal(upd.status, 200);
     assert.equal(upd.body.error, undefined, JSON.stringify(upd.body));
     assert.equal(upd.body.result?.resultType, 'complete');
-    assert.deepEqual(Object.keys(upd.body.result!).filter((k) => k !== '_meta'), ['resultType']);
+    assert.deepEqual(
+      Object.keys(upd.body.result!).filter((k) => k !== '_meta'),
+      ['resultType'],
+    );
     const g2 = c.gateways[1]!;
     const warn = await g2.waitLog((l) => l.taskId === taskId && l.msg === 'task.update_unknown_keys', 3000);
     assert.equal(warn.level, 40, 'logged as a warning');
@@ -98,7 +114,11 @@ describe('Case B-05: tasks/update answers dropped or applied twice', () => {
     await sleep(500); // give a wrongly enqueued step time to run
     const afterUnknown = await getTask(G3, taskId);
     assert.equal(afterUnknown.body.result!.status, 'input_required', JSON.stringify(afterUnknown.body));
-    assert.deepEqual(afterUnknown.body.result!.inputRequests, parked.inputRequests, 'still listing K with the same payload');
+    assert.deepEqual(
+      afterUnknown.body.result!.inputRequests,
+      parked.inputRequests,
+      'still listing K with the same payload',
+    );
     assert.equal(stepStarts(c, taskId, 2).length, 0, 'the unknown key did not resume the tool');
 
     // 2. K mapped to a bare string instead of an ElicitResult: -32602, nothing applied.
@@ -119,16 +139,27 @@ describe('Case B-05: tasks/update answers dropped or applied twice', () => {
     // The valid answer still works afterwards (the bad one did not consume K).
     const ok = await updateTask(G3, taskId, { [K]: ACCEPT_YES });
     assert.equal(ok.body.result?.resultType, 'complete', JSON.stringify(ok.body));
-    const done = await pollTask(() => G1, taskId, (t) => isTerminal(t.status), 10_000, 50);
+    const done = await pollTask(
+      () => G1,
+      taskId,
+      (t) => isTerminal(t.status),
+      10_000,
+      50,
+    );
     assert.equal(done.status, 'completed', JSON.stringify(done));
     assert.equal(done.result.content[0].text, 'confirmed: true');
   });
 
   it('Case B-05.3: the valid update sent at the same moment to G2 and G3 is acked twice and delivered once; the task goes to working (T-30)', async () => {
     // Several tasks at once so the race between the two replicas really happens.
-    const tasks = await Promise.all(Array.from({ length: 6 }, (_, i) => parkedAskConfirm(c, [G1, G2, G3][i % 3]!, `race ${i}?`)));
+    const tasks = await Promise.all(
+      Array.from({ length: 6 }, (_, i) => parkedAskConfirm(c, [G1, G2, G3][i % 3]!, `race ${i}?`)),
+    );
     const acks = await Promise.all(
-      tasks.flatMap(({ taskId, key }) => [updateTask(G2, taskId, { [key]: ACCEPT_YES }), updateTask(G3, taskId, { [key]: ACCEPT_YES })]),
+      tasks.flatMap(({ taskId, key }) => [
+        updateTask(G2, taskId, { [key]: ACCEPT_YES }),
+        updateTask(G3, taskId, { [key]: ACCEPT_YES }),
+      ]),
     );
     for (const a of acks) {
       assert.equal(a.status, 200);
@@ -139,7 +170,13 @@ describe('Case B-05: tasks/update answers dropped or applied twice', () => {
       // Never input_required again after the ack (read-your-writes of the ack, T-30).
       const now = await getTask(G1, taskId);
       assert.ok(['working', 'completed'].includes(now.body.result!.status), JSON.stringify(now.body));
-      const done = await pollTask(() => G1, taskId, (t) => isTerminal(t.status), 10_000, 50);
+      const done = await pollTask(
+        () => G1,
+        taskId,
+        (t) => isTerminal(t.status),
+        10_000,
+        50,
+      );
       assert.equal(done.status, 'completed', JSON.stringify(done));
       assert.equal(done.result.content[0].text, 'confirmed: true');
       assert.equal(done.result.structuredContent.step, 2);
@@ -151,7 +188,41 @@ describe('Case B-05: tasks/update answers dropped or applied twice', () => {
     }
   });
 
-  it('Case B-05.3 + B-05.4: with no worker running, the double update leaves exactly one step-2 job and the task working; a repeat after working is ignored', async () => {
+  it('Case B-05.3, different answers: two different updates sent at the same moment to G2 and G3 → one acked, the other -32602 "already answered"; the worker gets the acked one, once', async () => {
+    const tasks = await Promise.all(
+      Array.from({ length: 6 }, (_, i) => parkedAskConfirm(c, [G1, G2, G3][i % 3]!, `different ${i}?`)),
+    );
+    const pairs = await Promise.all(
+      tasks.map(({ taskId, key }) =>
+        Promise.all([updateTask(G2, taskId, { [key]: ACCEPT_YES }), updateTask(G3, taskId, { [key]: ACCEPT_NO })]),
+      ),
+    );
+    for (const [i, [yes, no]] of pairs.entries()) {
+      const { taskId, key } = tasks[i]!;
+      const acked = [yes, no].filter((r) => r.body.error === undefined);
+      const refused = [yes, no].filter((r) => r.body.error !== undefined);
+      assert.equal(acked.length, 1, `exactly one acked: ${JSON.stringify([yes.body, no.body])}`);
+      assert.equal(refused.length, 1);
+      assert.equal(refused[0]!.body.error!.code, -32602);
+      assert.match(
+        refused[0]!.body.error!.message,
+        new RegExp(`inputResponses\\["${key.replace('.', '\\.')}"\\] was already answered`),
+      );
+      const winner = acked[0] === yes ? 'true' : 'false';
+      const done = await pollTask(
+        () => G1,
+        taskId,
+        (t) => isTerminal(t.status),
+        10_000,
+        50,
+      );
+      assert.equal(done.status, 'completed', JSON.stringify(done));
+      assert.equal(done.result.content[0].text, `confirmed: ${winner}`, 'the worker got the acked answer');
+      assert.equal(stepStarts(c, taskId, 2).length, 1, `step 2 of ${taskId} ran once`);
+    }
+  });
+
+  it('Case B-05.3 + B-05.4: with no worker running, the double update leaves exactly one step-2 job and the task working; a repeat after working is ignored, a different answer refused', async () => {
     const { taskId, key: K } = await parkedAskConfirm(c, G1, 'Deploy?');
     // Stop every worker: the resumed step must wait in the queue, so `working` is observable
     // and the queue shows exactly what was delivered.
@@ -159,7 +230,10 @@ describe('Case B-05: tasks/update answers dropped or applied twice', () => {
     await Promise.all(old.map((w) => w.stop('SIGTERM')));
     const q = toolsQueue(c);
     try {
-      const [a, b] = await Promise.all([updateTask(G2, taskId, { [K]: ACCEPT_YES }), updateTask(G3, taskId, { [K]: ACCEPT_YES })]);
+      const [a, b] = await Promise.all([
+        updateTask(G2, taskId, { [K]: ACCEPT_YES }),
+        updateTask(G3, taskId, { [K]: ACCEPT_YES }),
+      ]);
       for (const r of [a, b]) {
         assert.equal(r.body.error, undefined, JSON.stringify(r.body));
         assert.equal(r.body.result?.resultType, 'complete');
@@ -172,20 +246,33 @@ describe('Case B-05: tasks/update answers dropped or applied twice', () => {
       assert.equal(await step2.getState(), 'prioritized', 'queued (every step job carries its fair-share priority)');
       assert.equal(await q.queue.getJobState(`t.${taskId}.3`), 'unknown');
 
-      // 4. The same update again (and a different answer for K) after the task is working.
+      // 4. The same update again after the task is working: acked and ignored. A different
+      // answer for K: refused, K was answered already (the first answer stands).
       const again = await updateTask(G2, taskId, { [K]: ACCEPT_YES });
       assert.equal(again.body.error, undefined, JSON.stringify(again.body));
       assert.equal(again.body.result?.resultType, 'complete');
       const other = await updateTask(G3, taskId, { [K]: ACCEPT_NO });
-      assert.equal(other.body.error, undefined, JSON.stringify(other.body));
-      assert.equal(other.body.result?.resultType, 'complete');
+      assert.equal(other.body.error?.code, -32602, JSON.stringify(other.body));
+      assert.match(other.body.error!.message, /was already answered/);
       assert.equal((await getTask(G1, taskId)).body.result!.status, 'working');
       assert.equal(await q.queue.getJobState(`t.${taskId}.3`), 'unknown', 'no second delivery');
-      const waiting = (await q.queue.getJobs(['waiting', 'active', 'delayed', 'prioritized'])).filter((j) => (j.data as { taskId?: string }).taskId === taskId);
-      assert.deepEqual(waiting.map((j) => j.id), [`t.${taskId}.2`], 'exactly one pending job for the task');
+      const waiting = (await q.queue.getJobs(['waiting', 'active', 'delayed', 'prioritized'])).filter(
+        (j) => (j.data as { taskId?: string }).taskId === taskId,
+      );
+      assert.deepEqual(
+        waiting.map((j) => j.id),
+        [`t.${taskId}.2`],
+        'exactly one pending job for the task',
+      );
 
       await c.addWorker();
-      const done = await pollTask(() => G2, taskId, (t) => isTerminal(t.status), 15_000, 50);
+      const done = await pollTask(
+        () => G2,
+        taskId,
+        (t) => isTerminal(t.status),
+        15_000,
+        50,
+      );
       assert.equal(done.status, 'completed', JSON.stringify(done));
       // The first answer was delivered, once; the later `confirm:false` was ignored.
       assert.equal(done.result.content[0].text, 'confirmed: true');
@@ -213,7 +300,13 @@ describe('Case B-05: tasks/update answers dropped or applied twice', () => {
     const [K] = Object.keys(round1.inputRequests);
     const ack1 = await updateTask(G2, taskId, { [K!]: { action: 'accept', content: { confirm: true } } });
     assert.equal(ack1.body.result?.resultType, 'complete');
-    const round2 = await pollTask(next, taskId, (t) => t.status === 'input_required' && !(K! in t.inputRequests), 10_000, 50);
+    const round2 = await pollTask(
+      next,
+      taskId,
+      (t) => t.status === 'input_required' && !(K! in t.inputRequests),
+      10_000,
+      50,
+    );
     const [K2] = Object.keys(round2.inputRequests);
     assert.ok(K2 && K2 !== K, `round 2 uses a new key (got ${K2}, round 1 was ${K})`);
     // Answering the old key during round 2 is acked and changes nothing.
@@ -242,7 +335,13 @@ describe('Case B-05.6: K left unanswered past the input timeout', () => {
     const { taskId, key: K } = await parkedAskConfirm(c, G1, 'Anyone there?');
     const parkedAt = Date.now();
     const seen = new Set<string>();
-    const end = await pollTask(() => G2, taskId, (t) => (seen.add(t.status), t.status !== 'input_required'), INPUT_TIMEOUT_MS + 8000, 100);
+    const end = await pollTask(
+      () => G2,
+      taskId,
+      (t) => (seen.add(t.status), t.status !== 'input_required'),
+      INPUT_TIMEOUT_MS + 8000,
+      100,
+    );
     const waited = Date.now() - parkedAt;
     assert.equal(end.status, 'failed', JSON.stringify(end));
     assert.ok(waited >= INPUT_TIMEOUT_MS - 300, `failed only after the timeout (${waited} ms)`);

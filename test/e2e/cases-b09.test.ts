@@ -1,3 +1,4 @@
+// @needs redis
 /**
  * Case B-09 (shared/cases/cases.md): long tools vs client timeouts. Real processes: two gateways
  * with the default synchronous budget (SYNC_BUDGET_MS 100 s), a third gateway G3 whose budget
@@ -67,7 +68,9 @@ describe('Case B-09: long tools vs client timeouts', { concurrency: true }, () =
     const times: number[] = [];
     const ids: string[] = [];
     for (let batch = 0; batch < 4; batch++) {
-      const calls = Array.from({ length: 5 }, (_, i) => call(c.urls[(batch + i) % 2]!, 'slow_echo', { seconds: 600, text: `a-${batch}-${i}` }));
+      const calls = Array.from({ length: 5 }, (_, i) =>
+        call(c.urls[(batch + i) % 2]!, 'slow_echo', { seconds: 600, text: `a-${batch}-${i}` }),
+      );
       for (const s of calls) {
         const d = await s.done;
         const r = await s.response;
@@ -78,21 +81,38 @@ describe('Case B-09: long tools vs client timeouts', { concurrency: true }, () =
         assert.equal(body.result?.resultType, 'task', s.raw());
         assert.equal(body.result.status, 'working');
         assert.equal(typeof body.result.taskId, 'string');
-        assert.equal(body.result.pollIntervalMs, 500, 'pollIntervalMs present (TASK_POLL_INTERVAL_MS of the test profile)');
+        assert.equal(
+          body.result.pollIntervalMs,
+          500,
+          'pollIntervalMs present (TASK_POLL_INTERVAL_MS of the test profile)',
+        );
         times.push(d.at - s.sentAt);
         ids.push(body.result.taskId);
       }
     }
     times.sort((a, b) => a - b);
-    console.log(`Case B-09a handle latency over ${times.length} calls: median ${times[times.length >> 1]} ms, max ${times.at(-1)} ms`);
+    console.log(
+      `Case B-09a handle latency over ${times.length} calls: median ${times[times.length >> 1]} ms, max ${times.at(-1)} ms`,
+    );
     assert.ok(times.at(-1)! <= 2000, `every handle within 2 s: ${times.join(', ')}`);
     // Clean up: they are tasks, cancelled with tasks/cancel.
     for (const id of ids) assert.ok(!(await cancelTask(c.urls[0]!, id)).body.error);
-    for (const id of ids) await pollTask(() => c.urls[1]!, id, (t) => t.status === 'cancelled', 10_000);
+    for (const id of ids)
+      await pollTask(
+        () => c.urls[1]!,
+        id,
+        (t) => t.status === 'cancelled',
+        10_000,
+      );
   });
 
   it('Case B-09b: without the extension slow_echo(600) streams and never returns resultType "task", even when its budget runs out (G3: 3 s)', async () => {
-    const s = call(G3.url!, 'slow_echo', { seconds: 600, text: 'b' }, { tasks: false, meta: { progressToken: 'pt-b' } });
+    const s = call(
+      G3.url!,
+      'slow_echo',
+      { seconds: 600, text: 'b' },
+      { tasks: false, meta: { progressToken: 'pt-b' } },
+    );
     const r = await s.response;
     assert.equal(r.status, 200);
     assert.match(String(r.headers['content-type']), /^text\/event-stream/);
@@ -110,7 +130,12 @@ describe('Case B-09: long tools vs client timeouts', { concurrency: true }, () =
     // It is a task now: the tasks client may cancel it (cleanup, and proof it did not die with the stream).
     assert.equal((await getTask(c.urls[0]!, taskId)).body.result?.status, 'working');
     assert.ok(!(await cancelTask(c.urls[1]!, taskId)).body.error);
-    await pollTask(() => c.urls[0]!, taskId, (t) => t.status === 'cancelled', 10_000);
+    await pollTask(
+      () => c.urls[0]!,
+      taskId,
+      (t) => t.status === 'cancelled',
+      10_000,
+    );
   });
 
   it('Case B-09b: a task-only tool (failing_job) without the extension → HTTP 400 + -32021 with data.requiredCapabilities.extensions[tasks], on every gateway', async () => {
@@ -118,16 +143,29 @@ describe('Case B-09: long tools vs client timeouts', { concurrency: true }, () =
       const r = await callTool(url, 'failing_job', {}, { tasks: false });
       assert.equal(r.status, 400, JSON.stringify(r.body));
       assert.equal(r.body.error?.code, -32021, JSON.stringify(r.body));
-      assert.ok(r.body.error!.data?.requiredCapabilities?.extensions?.[TASKS] !== undefined, JSON.stringify(r.body.error));
+      assert.ok(
+        r.body.error!.data?.requiredCapabilities?.extensions?.[TASKS] !== undefined,
+        JSON.stringify(r.body.error),
+      );
       assert.ok(!r.body.result, 'no task was made');
     }
   });
 
   it('Case B-09c+d: progress_sync(18, 5) with token "pt-1": progress ≤ 20 s apart then the result (and heartbeats ≤ 20 s apart for a silent tool); without a token: keep-alives ≤ 25 s apart, no progress, the result (concurrent, 90 s)', async () => {
-    const withToken = call(c.urls[0]!, 'progress_sync', { steps: 18, intervalSeconds: 5 }, { tasks: false, meta: { progressToken: 'pt-1' } });
+    const withToken = call(
+      c.urls[0]!,
+      'progress_sync',
+      { steps: 18, intervalSeconds: 5 },
+      { tasks: false, meta: { progressToken: 'pt-1' } },
+    );
     const noToken = call(c.urls[1]!, 'progress_sync', { steps: 18, intervalSeconds: 5 }, { tasks: false });
     // A tool that reports nothing for 45 s, with a token: heartbeat progress keeps it ≤ 20 s apart.
-    const quiet = call(c.urls[0]!, 'slow_echo', { seconds: 45, quiet: true, text: 'quiet' }, { tasks: false, meta: { progressToken: 'pt-quiet' } });
+    const quiet = call(
+      c.urls[0]!,
+      'slow_echo',
+      { seconds: 45, quiet: true, text: 'quiet' },
+      { tasks: false, meta: { progressToken: 'pt-quiet' } },
+    );
     const [dc, dd, dq] = await Promise.all([withToken.done, noToken.done, quiet.done]);
 
     // (c) on a silent tool: heartbeats (PROGRESS_HEARTBEAT_MS = 15 s).
@@ -135,11 +173,14 @@ describe('Case B-09: long tools vs client timeouts', { concurrency: true }, () =
     const hq = quiet.progress();
     assert.ok(hq.length >= 2, `heartbeat progress on a silent 45 s tool:\n${describeFrames(quiet)}`);
     for (const e of hq) assert.equal(e.progressToken, 'pt-quiet');
-    for (let i = 1; i < hq.length; i++) assert.ok(hq[i]!.progress > hq[i - 1]!.progress, `heartbeats strictly increasing: ${hq.map((e) => e.progress)}`);
+    for (let i = 1; i < hq.length; i++)
+      assert.ok(hq[i]!.progress > hq[i - 1]!.progress, `heartbeats strictly increasing: ${hq.map((e) => e.progress)}`);
     assert.equal(quiet.final()?.result?.content?.[0]?.text, 'echo: quiet');
     assert.equal(quiet.frames.at(-1)!.message, quiet.final(), 'the result is the last frame');
     const gapQ = maxGap([quiet.sentAt, ...hq.map((e) => e.at), dq.at]);
-    console.log(`Case B-09c silent tool: ${hq.length} heartbeat notifications (${hq.map((e) => `${e.at - quiet.sentAt}ms:${e.progress}`).join(', ')}), largest gap ${gapQ} ms`);
+    console.log(
+      `Case B-09c silent tool: ${hq.length} heartbeat notifications (${hq.map((e) => `${e.at - quiet.sentAt}ms:${e.progress}`).join(', ')}), largest gap ${gapQ} ms`,
+    );
     assert.ok(gapQ <= PROGRESS_MAX_GAP_MS, `heartbeats at most 20 s apart (largest gap ${gapQ} ms)`);
 
     // (c)
@@ -151,14 +192,20 @@ describe('Case B-09: long tools vs client timeouts', { concurrency: true }, () =
       assert.equal(e.progressToken, 'pt-1');
       assert.equal(e.total, 18);
     }
-    for (let i = 1; i < p.length; i++) assert.ok(p[i]!.progress > p[i - 1]!.progress, `strictly increasing: ${p.map((e) => e.progress)}`);
+    for (let i = 1; i < p.length; i++)
+      assert.ok(p[i]!.progress > p[i - 1]!.progress, `strictly increasing: ${p.map((e) => e.progress)}`);
     assert.equal(p.at(-1)!.progress, 18);
     const finalC = withToken.final();
     assert.equal(finalC?.result?.content?.[0]?.text, 'progress_sync: 18 steps done', describeFrames(withToken));
     const finalAt = withToken.frames.find((f) => f.message === finalC)!.at;
-    assert.ok(withToken.frames.indexOf(withToken.frames.find((f) => f.message === finalC)!) === withToken.frames.length - 1, 'the result is the last frame');
+    assert.ok(
+      withToken.frames.indexOf(withToken.frames.find((f) => f.message === finalC)!) === withToken.frames.length - 1,
+      'the result is the last frame',
+    );
     const gapC = maxGap([withToken.sentAt, ...p.map((e) => e.at), finalAt]);
-    console.log(`Case B-09c: ${p.length} progress notifications, largest gap (request → progress… → result) ${gapC} ms, call ${finalAt - withToken.sentAt} ms`);
+    console.log(
+      `Case B-09c: ${p.length} progress notifications, largest gap (request → progress… → result) ${gapC} ms, call ${finalAt - withToken.sentAt} ms`,
+    );
     assert.ok(gapC <= PROGRESS_MAX_GAP_MS, `progress at most 20 s apart (largest gap ${gapC} ms)`);
 
     // (d)
@@ -168,10 +215,15 @@ describe('Case B-09: long tools vs client timeouts', { concurrency: true }, () =
     assert.equal(messages.length, 1, `only the result:\n${describeFrames(noToken)}`);
     assert.equal(noToken.final()?.result?.content?.[0]?.text, 'progress_sync: 18 steps done');
     const keepalives = noToken.frames.filter((f) => f.kind === 'comment' && f.text === 'keepalive');
-    assert.ok(keepalives.length >= 4, `keep-alive comments on a 90 s silent stream (${keepalives.length}):\n${describeFrames(noToken)}`);
+    assert.ok(
+      keepalives.length >= 4,
+      `keep-alive comments on a 90 s silent stream (${keepalives.length}):\n${describeFrames(noToken)}`,
+    );
     const comments = noToken.frames.filter((f) => f.kind === 'comment').map((f) => f.at);
     const gapD = maxGap([noToken.sentAt, ...comments, dd.at]);
-    console.log(`Case B-09d: ${keepalives.length} keep-alive comments, largest silence ${gapD} ms, call ${dd.at - noToken.sentAt} ms`);
+    console.log(
+      `Case B-09d: ${keepalives.length} keep-alive comments, largest silence ${gapD} ms, call ${dd.at - noToken.sentAt} ms`,
+    );
     assert.ok(gapD <= KEEPALIVE_MAX_GAP_MS, `comments at most 25 s apart (largest gap ${gapD} ms)`);
   });
 
@@ -195,14 +247,17 @@ describe('Case B-09: long tools vs client timeouts', { concurrency: true }, () =
     assert.equal(working.body.result!.structuredContent?.status, 'working', JSON.stringify(working.body));
     assert.equal(working.body.result!.structuredContent?.taskId, taskId);
     assert.match(working.body.result!.content[0].text, /still working/);
-    const done = await waitFor(async () => {
-      const r = await callTool(c.urls[1]!, 'task_status', { taskId }, { tasks: false });
-      return r.body.result?.structuredContent?.status === 'working' ? undefined : r;
-    }, 10_000, 250, 'task_status to show the result');
+    const done = await waitFor(
+      async () => {
+        const r = await callTool(c.urls[1]!, 'task_status', { taskId }, { tasks: false });
+        return r.body.result?.structuredContent?.status === 'working' ? undefined : r;
+      },
+      10_000,
+      250,
+      'task_status to show the result',
+    );
     assert.equal(done.body.result!.content[0].text, 'progress_sync: 4 steps done', JSON.stringify(done.body));
     assert.deepEqual(done.body.result!.structuredContent, { summary: 'progress_sync: 4 steps done', steps: 4 });
     assert.ok(!done.body.result!.isError);
   });
 });
-
-

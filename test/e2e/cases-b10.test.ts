@@ -1,3 +1,4 @@
+// @needs redis nginx
 /**
  * Case B-10 (shared/cases/cases.md): idle SSE killed by proxies, load balancers or Node
  * timeouts. A REAL nginx (test/support/nginx.ts) sits in front of two gateways:
@@ -72,7 +73,10 @@ function maxGap(call: SseCall, until: number): { gapMs: number; afterFrame: numb
 function timeline(call: SseCall, max = 60): string {
   return call.frames
     .slice(-max)
-    .map((f) => `+${((f.at - call.sentAt) / 1000).toFixed(1)}s ${f.kind === 'comment' ? `:${f.text}` : (f.message?.method ?? `id=${f.message?.id}`)}`)
+    .map(
+      (f) =>
+        `+${((f.at - call.sentAt) / 1000).toFixed(1)}s ${f.kind === 'comment' ? `:${f.text}` : (f.message?.method ?? `id=${f.message?.id}`)}`,
+    )
     .join(' | ');
 }
 
@@ -111,10 +115,15 @@ const gatewayHolding = (gateways: Proc[], subscriptionId: string) =>
  * load the pipe can be read later.
  */
 const holdingOnceLogged = (gateways: Proc[], subscriptionId: string) =>
-  waitFor(() => {
-    const h = gatewayHolding(gateways, subscriptionId);
-    return h.length ? h : undefined;
-  }, 5000, 20, `listen.opened for ${subscriptionId}`);
+  waitFor(
+    () => {
+      const h = gatewayHolding(gateways, subscriptionId);
+      return h.length ? h : undefined;
+    },
+    5000,
+    20,
+    `listen.opened for ${subscriptionId}`,
+  );
 
 /**
  * Sends a `tools/call add` straight to a gateway (nginx would buffer the body) with the body
@@ -122,7 +131,10 @@ const holdingOnceLogged = (gateways: Proc[], subscriptionId: string) =>
  * have not arrived within BODY_READ_TIMEOUT_MS (issue 10: slow bodies must not hold
  * connections), while responses are never cut (the long streams of this file).
  */
-function trickledRequest(port: number, holdMs: number): Promise<{ raw: string; heldMs: number; earlyBytes: string; cutMs?: number }> {
+function trickledRequest(
+  port: number,
+  holdMs: number,
+): Promise<{ raw: string; heldMs: number; earlyBytes: string; cutMs?: number }> {
   const body = JSON.stringify({
     jsonrpc: '2.0',
     id: 'b10-trickle',
@@ -208,7 +220,11 @@ describe('Case B-10 (d): SIGTERM a gateway holding an open listen stream, behind
   let c: Cluster | undefined;
   let nginx: Nginx | undefined;
   before(async () => {
-    c = await startCluster({ gateways: 2, workers: 1, env: { SHUTDOWN_DRAIN_DELAY_MS: String(DRAIN_MS), SHUTDOWN_GRACE_MS: '5000' } });
+    c = await startCluster({
+      gateways: 2,
+      workers: 1,
+      env: { SHUTDOWN_DRAIN_DELAY_MS: String(DRAIN_MS), SHUTDOWN_GRACE_MS: '5000' },
+    });
     nginx = await startNginx({ upstreams: c.urls.map(base) });
   });
   after(async () => {
@@ -238,7 +254,10 @@ describe('Case B-10 (d): SIGTERM a gateway holding an open listen stream, behind
     const done = await call.done;
     const final = call.final();
     const finalFrame = call.frames.find((f) => f.message?.id === listenId);
-    assert.ok(final && finalFrame, `final result frame received; frames: ${timeline(call)}; end: ${done.how} ${done.error?.message ?? ''}`);
+    assert.ok(
+      final && finalFrame,
+      `final result frame received; frames: ${timeline(call)}; end: ${done.how} ${done.error?.message ?? ''}`,
+    );
     assert.equal(final.id, listenId);
     assert.equal(final.result?.resultType, 'complete', JSON.stringify(final));
     assert.equal(final.result?._meta?.['io.modelcontextprotocol/subscriptionId'], listenId, JSON.stringify(final));
@@ -246,12 +265,17 @@ describe('Case B-10 (d): SIGTERM a gateway holding an open listen stream, behind
     assert.equal(call.frames.at(-1), finalFrame, 'nothing after the final result');
     const toFinal = finalFrame.at - sigtermAt;
     const toEnd = done.at - sigtermAt;
-    console.log(`# case B-10 (d): SIGTERM → final frame ${toFinal} ms, → end of stream ${toEnd} ms (drain delay ${DRAIN_MS} ms)`);
+    console.log(
+      `# case B-10 (d): SIGTERM → final frame ${toFinal} ms, → end of stream ${toEnd} ms (drain delay ${DRAIN_MS} ms)`,
+    );
     assert.ok(toFinal >= DRAIN_MS - 50, `the stream is ended after the drain delay, not before (${toFinal} ms)`);
     assert.ok(toEnd < DRAIN_MS + 3000, `the stream ended within the drain window (${toEnd} ms)`);
 
     assert.equal(await exited, 0, 'the gateway exits 0');
-    assert.ok(g.logs.some((l) => l.msg === 'listen.closed' && l.subscriptionId === listenId && l.graceful === true), 'listen.closed graceful logged');
+    assert.ok(
+      g.logs.some((l) => l.msg === 'listen.closed' && l.subscriptionId === listenId && l.graceful === true),
+      'listen.closed graceful logged',
+    );
     // It stopped accepting: its port refuses; nginx sends new requests to the other gateway.
     await assert.rejects(getDirect(g.port!, '/healthz'), /ECONNREFUSED/);
     for (let i = 0; i < 4; i++) {
@@ -291,11 +315,21 @@ describe('Case B-10 (a)(b)(c): idle and streaming SSE through nginx (proxy_read_
     nginx = await startNginx({ upstreams: c.urls.map(base) });
     const url = nginx.url;
     // (a), (c) and (b) all start now and run side by side.
-    a = sseCall(url, 'tools/call', { name: 'slow_echo', arguments: { seconds: SILENT_SECONDS, quiet: true, text: 'b10-a' } }, { tasks: false });
-    cc = sseCall(url, 'tools/call', { name: 'progress_sync', arguments: { steps: STEPS, intervalSeconds: INTERVAL_SECONDS, stamp: true } }, {
-      tasks: false,
-      meta: { progressToken: 'b10-c' },
-    });
+    a = sseCall(
+      url,
+      'tools/call',
+      { name: 'slow_echo', arguments: { seconds: SILENT_SECONDS, quiet: true, text: 'b10-a' } },
+      { tasks: false },
+    );
+    cc = sseCall(
+      url,
+      'tools/call',
+      { name: 'progress_sync', arguments: { steps: STEPS, intervalSeconds: INTERVAL_SECONDS, stamp: true } },
+      {
+        tasks: false,
+        meta: { progressToken: 'b10-c' },
+      },
+    );
     const taskId = await parkedTask(url, roundRobin(c.urls));
     b = await listen(url, taskId, listenId);
     bOpenedAt = b.sentAt;
@@ -326,18 +360,28 @@ describe('Case B-10 (a)(b)(c): idle and streaming SSE through nginx (proxy_read_
     const finalAt = cc.frames.find((f) => f.message === final)!.at;
     const progress = cc.progress();
     const values = progress.map((p) => p.progress);
-    for (let i = 1; i < values.length; i++) assert.ok(values[i]! > values[i - 1]!, `progress strictly increasing: ${values.join(',')}`);
+    for (let i = 1; i < values.length; i++)
+      assert.ok(values[i]! > values[i - 1]!, `progress strictly increasing: ${values.join(',')}`);
     const stamped = progress.filter((p) => /@\d+$/.test(String(p.message)));
-    assert.deepEqual(stamped.map((p) => p.progress), Array.from({ length: STEPS }, (_, i) => i + 1), `progress values: ${values.join(',')}`);
+    assert.deepEqual(
+      stamped.map((p) => p.progress),
+      Array.from({ length: STEPS }, (_, i) => i + 1),
+      `progress values: ${values.join(',')}`,
+    );
     const latencies = stamped.map((p) => p.at - Number(/@(\d+)$/.exec(String(p.message))![1]));
-    console.log(`# case B-10 (c): per-event latency (client arrival − emission) ms: ${latencies.join(', ')}; max ${Math.max(...latencies)}`);
+    console.log(
+      `# case B-10 (c): per-event latency (client arrival − emission) ms: ${latencies.join(', ')}; max ${Math.max(...latencies)}`,
+    );
     for (const p of progress) {
       assert.equal(p.progressToken, 'b10-c');
       assert.equal(p.total, STEPS, JSON.stringify(p));
       assert.ok(p.at <= finalAt, 'every progress event came before the result');
     }
     for (const [i, l] of latencies.entries()) {
-      assert.ok(l >= 0 && l < MAX_EVENT_LATENCY_MS, `event ${i + 1} arrived ${l} ms after emission (nginx buffered it?); ${timeline(cc)}`);
+      assert.ok(
+        l >= 0 && l < MAX_EVENT_LATENCY_MS,
+        `event ${i + 1} arrived ${l} ms after emission (nginx buffered it?); ${timeline(cc)}`,
+      );
     }
     const { gapMs } = maxGap(cc, done.at);
     gaps.c = gapMs;
@@ -350,16 +394,23 @@ describe('Case B-10 (a)(b)(c): idle and streaming SSE through nginx (proxy_read_
     assert.equal(done.how, 'end', `stream ended: ${done.how} ${done.error?.message ?? ''}; ${timeline(a)}`);
     assert.equal(final?.result?.content?.[0]?.text, 'echo: b10-a', `final: ${JSON.stringify(final)}; ${timeline(a)}`);
     const finalAt = a.frames.find((f) => f.message === final)!.at;
-    assert.ok(finalAt - a.sentAt >= SILENT_SECONDS * 1000, `the result came after the ${SILENT_SECONDS} s of silence (${finalAt - a.sentAt} ms)`);
+    assert.ok(
+      finalAt - a.sentAt >= SILENT_SECONDS * 1000,
+      `the result came after the ${SILENT_SECONDS} s of silence (${finalAt - a.sentAt} ms)`,
+    );
     assert.equal(a.frames[0]?.kind, 'comment', 'the first byte is a comment, at once');
     assert.ok(a.frames[0]!.at - a.sentAt < 2000, `first frame after ${a.frames[0]!.at - a.sentAt} ms`);
-    assert.deepEqual(a.frames.filter((f) => f.kind === 'message').map((f) => f.message?.id), [final!.id], 'only the result (no progress without a token)');
+    assert.deepEqual(
+      a.frames.filter((f) => f.kind === 'message').map((f) => f.message?.id),
+      [final!.id],
+      'only the result (no progress without a token)',
+    );
     const { gapMs, afterFrame } = maxGap(a, done.at);
     gaps.a = gapMs;
     assert.ok(gapMs <= MAX_GAP_MS, `largest gap ${gapMs} ms after frame ${afterFrame}: ${timeline(a)}`);
   });
 
-  it('Case B-10: requestTimeout cuts only a slow request, never a response (408 with a JSON-RPC body within BODY_READ_TIMEOUT_MS + 1 s); keepAliveTimeout outlives nginx\'s upstream pool', async () => {
+  it("Case B-10: requestTimeout cuts only a slow request, never a response (408 with a JSON-RPC body within BODY_READ_TIMEOUT_MS + 1 s); keepAliveTimeout outlives nginx's upstream pool", async () => {
     // case B-10: requestTimeout / headersTimeout / keepAliveTimeout must not cut SSE. Checked from
     // outside, without touching src:
     //  - requestTimeout (BODY_READ_TIMEOUT_MS, checked every second): a request whose body is
@@ -375,21 +426,39 @@ describe('Case B-10 (a)(b)(c): idle and streaming SSE through nginx (proxy_read_
     const ka = await getDirect(c!.gateways[1]!.port!, '/healthz');
     const m = /timeout=(\d+)/.exec(String(ka.headers['keep-alive'] ?? ''));
     assert.ok(m, `Keep-Alive header: ${String(ka.headers['keep-alive'])}`);
-    assert.ok(Number(m[1]) > NGINX_UPSTREAM_KEEPALIVE_S, `gateway keepAliveTimeout ${m[1]} s > nginx upstream keepalive_timeout ${NGINX_UPSTREAM_KEEPALIVE_S} s`);
+    assert.ok(
+      Number(m[1]) > NGINX_UPSTREAM_KEEPALIVE_S,
+      `gateway keepAliveTimeout ${m[1]} s > nginx upstream keepalive_timeout ${NGINX_UPSTREAM_KEEPALIVE_S} s`,
+    );
     const t = await trickle;
-    assert.match(t.earlyBytes, /^HTTP\/1\.1 408/, `the slow request is cut while its body is still arriving: ${t.raw.slice(0, 300)}`);
+    assert.match(
+      t.earlyBytes,
+      /^HTTP\/1\.1 408/,
+      `the slow request is cut while its body is still arriving: ${t.raw.slice(0, 300)}`,
+    );
     const body = JSON.parse(t.earlyBytes.slice(t.earlyBytes.indexOf('\r\n\r\n') + 4));
     assert.equal(body.error.code, -32600);
-    assert.ok(t.cutMs !== undefined && t.cutMs <= BODY_READ_TIMEOUT_MS + NODE_CONNECTIONS_CHECK_MS + 1000, `cut after ${t.cutMs} ms`);
+    assert.ok(
+      t.cutMs !== undefined && t.cutMs <= BODY_READ_TIMEOUT_MS + NODE_CONNECTIONS_CHECK_MS + 1000,
+      `cut after ${t.cutMs} ms`,
+    );
   });
 
   it('Case B-10 (b), S-01..S-03: a subscriptions/listen stream idle for 10 minutes stays open, kept alive by comments', async () => {
     const until = bOpenedAt + IDLE_MS;
     const early = await Promise.race([b.done, sleep(Math.max(0, until - Date.now())).then(() => undefined)]);
-    assert.equal(early, undefined, `the listen stream ended after ${early ? early.at - bOpenedAt : 0} ms: ${early?.how} ${early?.error?.message ?? ''}; ${timeline(b)}`);
+    assert.equal(
+      early,
+      undefined,
+      `the listen stream ended after ${early ? early.at - bOpenedAt : 0} ms: ${early?.how} ${early?.error?.message ?? ''}; ${timeline(b)}`,
+    );
     const now = Date.now();
     const messages = b.frames.filter((f) => f.kind === 'message').map((f) => f.message!);
-    assert.deepEqual(messages.map((m) => m.method), ['notifications/subscriptions/acknowledged', 'notifications/tasks'], timeline(b));
+    assert.deepEqual(
+      messages.map((m) => m.method),
+      ['notifications/subscriptions/acknowledged', 'notifications/tasks'],
+      timeline(b),
+    );
     assert.equal(messages[1]!.params.status, 'input_required');
     for (const msg of messages) assert.equal(msg.params._meta['io.modelcontextprotocol/subscriptionId'], listenId);
     const comments = b.frames.filter((f) => f.kind === 'comment').length;
@@ -400,7 +469,15 @@ describe('Case B-10 (a)(b)(c): idle and streaming SSE through nginx (proxy_read_
     b.close();
     assert.equal((await b.done).how, 'closed');
     // The gateway noticed the client leaving (subscription torn down, not graceful).
-    await waitFor(() => gatewayHolding(c!.gateways, listenId)[0]?.logs.some((l) => l.msg === 'listen.closed' && l.subscriptionId === listenId && l.graceful === false), 5000, 50, 'listen.closed on the gateway');
+    await waitFor(
+      () =>
+        gatewayHolding(c!.gateways, listenId)[0]?.logs.some(
+          (l) => l.msg === 'listen.closed' && l.subscriptionId === listenId && l.graceful === false,
+        ),
+      5000,
+      50,
+      'listen.closed on the gateway',
+    );
   });
 
   it('Case B-10: nginx saw no upstream timeout, premature close or reset on these streams', async () => {

@@ -1,3 +1,4 @@
+// @needs redis redis-server
 /**
  * Case B-15 (shared/cases/cases.md), each part on its own throwaway `redis-server`, real processes:
  *  (a) memory returns to its baseline after the TTL: a CI-sized run (1,000 `slow_echo` tasks
@@ -56,7 +57,11 @@ describe('case B-15 (b): readiness refuses an evicting Redis policy', () => {
       assert.match(body.reason ?? '', /maxmemory-policy is allkeys-lru/);
       assert.match(body.reason ?? '', /noeviction/);
     }
-    assert.ok(c.gateways[0]!.logs.some((l) => String(l.msg).startsWith('redis.eviction_policy_unsafe') && l.policy === 'allkeys-lru'));
+    assert.ok(
+      c.gateways[0]!.logs.some(
+        (l) => String(l.msg).startsWith('redis.eviction_policy_unsafe') && l.policy === 'allkeys-lru',
+      ),
+    );
     const admin = new Redis(r.url);
     try {
       await admin.config('SET', 'maxmemory-policy', 'noeviction');
@@ -79,95 +84,145 @@ describe('case B-15 (a): after the TTL, Redis memory is back within 10 % of its 
   let c: Cluster;
   before(async () => {
     r = await startRedis(['--maxmemory-policy', 'noeviction']);
-    c = await startCluster({ gateways: 1, workers: 1, redisUrl: r.url, env: { TASK_TTL_MS: String(TTL_MS), WORKER_CONCURRENCY: '100' } });
+    c = await startCluster({
+      gateways: 1,
+      workers: 1,
+      redisUrl: r.url,
+      env: { TASK_TTL_MS: String(TTL_MS), WORKER_CONCURRENCY: '100' },
+    });
   });
   after(async () => {
     await c?.stop();
     await r?.stop();
   });
 
-  it('used_memory and DBSIZE at baseline, peak and after ttlMs + grace; tasks/get on a purged id is -32602 "expired"', { timeout: 240_000 }, async () => {
-    const admin = c.redis;
-    // Baseline: the processes' own keys (queue meta, the reconciler's schedule, heartbeats) are
-    // written, and one task ran, so Redis has loaded every script a task runs (its Lua cache
-    // grows on first use) and the queue's structures exist; that task's own keys (~2 KB) are
-    // in the baseline and expire before the end.
-    const url = c.urls[0]!;
-    const warm = await callTool(url, 'slow_echo', { seconds: 0, quiet: true, text: 'warm-up' });
-    await pollTask(() => url, warm.body.result!.taskId as string, (t) => t.status === 'completed');
-    await sleep(1500);
-    const base = { mem: await usedMemory(admin), keys: await admin.dbsize() };
-    const stats = async () => {
-      const flat = (await admin.call('MEMORY', 'STATS')) as unknown[];
-      const out: Record<string, number> = {};
-      for (let i = 0; i + 1 < flat.length; i += 2) if (typeof flat[i + 1] === 'number') out[String(flat[i])] = flat[i + 1] as number;
-      return out;
-    };
-    const baseStats = await stats();
-    const baseKeys = new Set(await scanAll(admin, '*'));
+  it(
+    'used_memory and DBSIZE at baseline, peak and after ttlMs + grace; tasks/get on a purged id is -32602 "expired"',
+    { timeout: 240_000 },
+    async () => {
+      const admin = c.redis;
+      // Baseline: the processes' own keys (queue meta, the reconciler's schedule, heartbeats) are
+      // written, and one task ran, so Redis has loaded every script a task runs (its Lua cache
+      // grows on first use) and the queue's structures exist; that task's own keys (~2 KB) are
+      // in the baseline and expire before the end.
+      const url = c.urls[0]!;
+      const warm = await callTool(url, 'slow_echo', { seconds: 0, quiet: true, text: 'warm-up' });
+      await pollTask(
+        () => url,
+        warm.body.result!.taskId as string,
+        (t) => t.status === 'completed',
+      );
+      await sleep(1500);
+      const base = { mem: await usedMemory(admin), keys: await admin.dbsize() };
+      const stats = async () => {
+        const flat = (await admin.call('MEMORY', 'STATS')) as unknown[];
+        const out: Record<string, number> = {};
+        for (let i = 0; i + 1 < flat.length; i += 2)
+          if (typeof flat[i + 1] === 'number') out[String(flat[i])] = flat[i + 1] as number;
+        return out;
+      };
+      const baseStats = await stats();
+      const baseKeys = new Set(await scanAll(admin, '*'));
 
-    // Every task's end is announced on its channel (a hint, but the record is written first).
-    const sub = new Redis(r.url);
-    const finished = new Set<string>();
-    sub.on('pmessage', (_p: string, channel: string, msg: string) => {
-      if (msg === 'completed' || msg === 'failed') finished.add(channel.slice(`${c.prefix}:task:`.length));
-    });
-    await sub.psubscribe(`${c.prefix}:task:*`);
-    const firstCreated = Date.now();
-    const ids: string[] = [];
-    let next = 0;
-    await Promise.all(
-      Array.from({ length: 20 }, async () => {
-        while (next < TASKS) {
-          next++;
-          const res = await callTool(url, 'slow_echo', { seconds: 0, quiet: true, text: TEXT });
-          assert.equal(res.body.result?.resultType, 'task', JSON.stringify(res.body).slice(0, 300));
-          ids.push(res.body.result!.taskId as string);
-        }
-      }),
-    );
-    const lastCreated = Date.now();
-    // Peak: every task finished (its 100 KB result stored), none expired yet.
-    await waitFor(() => ids.every((id) => finished.has(id)), 60_000, 250, 'every task to finish').finally(() => sub.disconnect());
-    const peak = { mem: await usedMemory(admin), keys: await admin.dbsize() };
-    assert.ok(Date.now() < firstCreated + TTL_MS, `the peak was read before any task could expire (creations took ${lastCreated - firstCreated} ms)`);
-    assert.equal(await admin.exists(...ids.map((id) => `${c.prefix}:{t:${id}}:result`)), TASKS, 'every result is stored');
-    const resultBytes = (await admin.strlen(`${c.prefix}:{t:${ids[0]}}:result`));
-    assert.ok(resultBytes >= 100_000, `a result is ${resultBytes} B`);
-    assert.ok(peak.mem - base.mem > TASKS * resultBytes, `peak holds the results: +${mb(peak.mem - base.mem)} MB`);
-    const sample = (await getTask(url, ids[0]!)).body.result!;
-    assert.equal(sample.status, 'completed');
-    assert.equal(sample.result.structuredContent.text.length, TEXT.length);
+      // Every task's end is announced on its channel (a hint, but the record is written first).
+      const sub = new Redis(r.url);
+      const finished = new Set<string>();
+      sub.on('pmessage', (_p: string, channel: string, msg: string) => {
+        if (msg === 'completed' || msg === 'failed') finished.add(channel.slice(`${c.prefix}:task:`.length));
+      });
+      await sub.psubscribe(`${c.prefix}:task:*`);
+      const firstCreated = Date.now();
+      const ids: string[] = [];
+      let next = 0;
+      await Promise.all(
+        Array.from({ length: 20 }, async () => {
+          while (next < TASKS) {
+            next++;
+            const res = await callTool(url, 'slow_echo', { seconds: 0, quiet: true, text: TEXT });
+            assert.equal(res.body.result?.resultType, 'task', JSON.stringify(res.body).slice(0, 300));
+            ids.push(res.body.result!.taskId as string);
+          }
+        }),
+      );
+      const lastCreated = Date.now();
+      // Peak: every task finished (its 100 KB result stored), none expired yet.
+      await waitFor(() => ids.every((id) => finished.has(id)), 60_000, 250, 'every task to finish').finally(() =>
+        sub.disconnect(),
+      );
+      const peak = { mem: await usedMemory(admin), keys: await admin.dbsize() };
+      assert.ok(
+        Date.now() < firstCreated + TTL_MS,
+        `the peak was read before any task could expire (creations took ${lastCreated - firstCreated} ms)`,
+      );
+      assert.equal(
+        await admin.exists(...ids.map((id) => `${c.prefix}:{t:${id}}:result`)),
+        TASKS,
+        'every result is stored',
+      );
+      const resultBytes = await admin.strlen(`${c.prefix}:{t:${ids[0]}}:result`);
+      assert.ok(resultBytes >= 100_000, `a result is ${resultBytes} B`);
+      assert.ok(peak.mem - base.mem > TASKS * resultBytes, `peak holds the results: +${mb(peak.mem - base.mem)} MB`);
+      const sample = (await getTask(url, ids[0]!)).body.result!;
+      assert.equal(sample.status, 'completed');
+      assert.equal(sample.result.structuredContent.text.length, TEXT.length);
 
-    // After the TTL + grace (reconciler pass every 1 s, BullMQ's age = the TTL).
-    const grace = 10_000;
-    await waitFor(async () => (await usedMemory(admin)) <= base.mem * 1.1 && Date.now() > lastCreated + TTL_MS, TTL_MS + grace + 20_000, 500, 'memory back near its baseline').catch(async (e: Error) => {
-      // Say what is left: the biggest keys.
-      const left = await scanAll(admin, '*');
-      const sized = await Promise.all(left.map(async (k) => [k, Number(await admin.call('MEMORY', 'USAGE', k, 'SAMPLES', '0'))] as const));
-      sized.sort((x, y) => y[1] - x[1]);
-      const now = await stats();
-      const grew = Object.entries(now).map(([k, v]) => [k, v - (baseStats[k] ?? 0)] as const).filter(([, d]) => Math.abs(d) > 4096);
-      throw new Error(`${e.message}: MEMORY STATS deltas ${JSON.stringify(Object.fromEntries(grew))}; used_memory ${mb(await usedMemory(admin))} MB (baseline ${mb(base.mem)}), ${left.length} keys, biggest: ${sized.slice(0, 8).map(([k, n]) => `${k} ${n} B`).join(', ')}`);
-    });
-    await sleep(Math.max(0, lastCreated + TTL_MS + grace - Date.now()));
-    const end = { mem: await usedMemory(admin), keys: await admin.dbsize() };
-    const drift = (end.mem - base.mem) / base.mem;
-    const endStats = await stats();
-    const grew = Object.entries(endStats).map(([k, v]) => [k, v - (baseStats[k] ?? 0)] as const).filter(([, d]) => Math.abs(d) > 4096);
-    const newKeys = (await scanAll(admin, '*')).filter((k) => !baseKeys.has(k));
-    console.log(`case B-15 (a): MEMORY STATS deltas ${JSON.stringify(Object.fromEntries(grew))}; new keys ${newKeys.join(', ')}`);
-    console.log(`case B-15 (a): used_memory ${mb(base.mem)} / ${mb(peak.mem)} / ${mb(end.mem)} MB (${(drift * 100).toFixed(1)} %), DBSIZE ${base.keys} / ${peak.keys} / ${end.keys}`);
-    assert.ok(drift <= 0.1, `used_memory ${mb(end.mem)} MB is within 10 % of the baseline ${mb(base.mem)} MB`);
-    assert.ok(end.keys <= base.keys + 20, `DBSIZE ${end.keys} back near its baseline ${base.keys} (peak ${peak.keys})`);
-    assert.deepEqual(await scanAll(admin, `${c.prefix}:{t:*}`), [], 'no task key is left');
-    assert.equal(await admin.zcard(`${c.prefix}:{jobs}:tools:completed`), 0, 'BullMQ removed the finished jobs by age');
-    assert.ok((await admin.xlen(`${c.prefix}:{jobs}:tools:events`)) < 400, 'the events stream is capped');
+      // After the TTL + grace (reconciler pass every 1 s, BullMQ's age = the TTL).
+      const grace = 10_000;
+      await waitFor(
+        async () => (await usedMemory(admin)) <= base.mem * 1.1 && Date.now() > lastCreated + TTL_MS,
+        TTL_MS + grace + 20_000,
+        500,
+        'memory back near its baseline',
+      ).catch(async (e: Error) => {
+        // Say what is left: the biggest keys.
+        const left = await scanAll(admin, '*');
+        const sized = await Promise.all(
+          left.map(async (k) => [k, Number(await admin.call('MEMORY', 'USAGE', k, 'SAMPLES', '0'))] as const),
+        );
+        sized.sort((x, y) => y[1] - x[1]);
+        const now = await stats();
+        const grew = Object.entries(now)
+          .map(([k, v]) => [k, v - (baseStats[k] ?? 0)] as const)
+          .filter(([, d]) => Math.abs(d) > 4096);
+        throw new Error(
+          `${e.message}: MEMORY STATS deltas ${JSON.stringify(Object.fromEntries(grew))}; used_memory ${mb(await usedMemory(admin))} MB (baseline ${mb(base.mem)}), ${left.length} keys, biggest: ${sized
+            .slice(0, 8)
+            .map(([k, n]) => `${k} ${n} B`)
+            .join(', ')}`,
+        );
+      });
+      await sleep(Math.max(0, lastCreated + TTL_MS + grace - Date.now()));
+      const end = { mem: await usedMemory(admin), keys: await admin.dbsize() };
+      const drift = (end.mem - base.mem) / base.mem;
+      const endStats = await stats();
+      const grew = Object.entries(endStats)
+        .map(([k, v]) => [k, v - (baseStats[k] ?? 0)] as const)
+        .filter(([, d]) => Math.abs(d) > 4096);
+      const newKeys = (await scanAll(admin, '*')).filter((k) => !baseKeys.has(k));
+      console.log(
+        `case B-15 (a): MEMORY STATS deltas ${JSON.stringify(Object.fromEntries(grew))}; new keys ${newKeys.join(', ')}`,
+      );
+      console.log(
+        `case B-15 (a): used_memory ${mb(base.mem)} / ${mb(peak.mem)} / ${mb(end.mem)} MB (${(drift * 100).toFixed(1)} %), DBSIZE ${base.keys} / ${peak.keys} / ${end.keys}`,
+      );
+      assert.ok(drift <= 0.1, `used_memory ${mb(end.mem)} MB is within 10 % of the baseline ${mb(base.mem)} MB`);
+      assert.ok(
+        end.keys <= base.keys + 20,
+        `DBSIZE ${end.keys} back near its baseline ${base.keys} (peak ${peak.keys})`,
+      );
+      assert.deepEqual(await scanAll(admin, `${c.prefix}:{t:*}`), [], 'no task key is left');
+      assert.equal(
+        await admin.zcard(`${c.prefix}:{jobs}:tools:completed`),
+        0,
+        'BullMQ removed the finished jobs by age',
+      );
+      assert.ok((await admin.xlen(`${c.prefix}:{jobs}:tools:events`)) < 400, 'the events stream is capped');
 
-    const purged = await getTask(url, ids[ids.length - 1]!);
-    assert.equal(purged.body.error?.code, -32602);
-    assert.match(purged.body.error!.message, /expired/);
-  });
+      const purged = await getTask(url, ids[ids.length - 1]!);
+      assert.equal(purged.body.error?.code, -32602);
+      assert.match(purged.body.error!.message, /expired/);
+    },
+  );
 });
 
 describe('case B-15 (c): a full Redis (noeviction) refuses tools/call fast, with no partial task; existing tasks stay readable', () => {
@@ -187,7 +242,16 @@ describe('case B-15 (c): a full Redis (noeviction) refuses tools/call fast, with
     const admin = c.redis;
     const made = await callTool(url, 'slow_echo', { seconds: 0, quiet: true, text: 'before the fill' });
     const earlier = made.body.result!.taskId as string;
-    assert.equal((await pollTask(() => url, earlier, (t) => t.status === 'completed')).status, 'completed');
+    assert.equal(
+      (
+        await pollTask(
+          () => url,
+          earlier,
+          (t) => t.status === 'completed',
+        )
+      ).status,
+      'completed',
+    );
 
     // Fill: 4 MB of data (64 KB keys, so no big query buffer inflates used_memory), then
     // maxmemory 1 MB under what is used: a full Redis (with noeviction nothing can be freed,
@@ -199,7 +263,11 @@ describe('case B-15 (c): a full Redis (noeviction) refuses tools/call fast, with
     await assert.rejects(admin.set('b15c:probe', '1'), /OOM/, 'writes now fail with OOM');
     const taskKeys = async () => (await scanAll(admin, `${c.prefix}:{t:*}`)).sort();
     const jobKeys = async () => (await scanAll(admin, `${c.prefix}:{jobs}:tools:t.*`)).sort();
-    const before = { tasks: await taskKeys(), jobs: await jobKeys(), reconcile: await admin.zcard(`${c.prefix}:tasks:reconcile`) };
+    const before = {
+      tasks: await taskKeys(),
+      jobs: await jobKeys(),
+      reconcile: await admin.zcard(`${c.prefix}:tasks:reconcile`),
+    };
 
     const times: number[] = [];
     for (let i = 0; i < 5; i++) {
@@ -209,11 +277,17 @@ describe('case B-15 (c): a full Redis (noeviction) refuses tools/call fast, with
       assert.equal(res.status, 503, JSON.stringify(res.body));
       assert.equal(res.body.error?.code, -32603);
       assert.equal(res.body.error?.message, 'Task store unavailable; retry later');
-      assert.doesNotMatch(JSON.stringify(res.body), /OOM|maxmemory|command not allowed/i, 'no Redis error text in the answer');
+      assert.doesNotMatch(
+        JSON.stringify(res.body),
+        /OOM|maxmemory|command not allowed/i,
+        'no Redis error text in the answer',
+      );
       assert.ok(res.headers.get('retry-after'), 'Retry-After');
     }
     await c.gateways[0]!.waitLog((l) => l.msg === 'task.reserve_failed' && /OOM/.test(String(l.err)));
-    console.log(`case B-15 (c): tools/call on a full Redis answered in ${times.map((t) => t.toFixed(1)).join(', ')} ms`);
+    console.log(
+      `case B-15 (c): tools/call on a full Redis answered in ${times.map((t) => t.toFixed(1)).join(', ')} ms`,
+    );
     assert.ok(Math.min(...times) < 100, `fast: ${times.map((t) => t.toFixed(1)).join(', ')} ms`);
 
     assert.deepEqual(await taskKeys(), before.tasks, 'no task key written');

@@ -1,3 +1,4 @@
+// @needs redis redis-server
 /**
  * Case B-16 (shared/cases/cases.md): status driven by lossy queue events. The task record is
  * the truth (D3, D5): every task must reach a terminal state through `tasks/get` whatever
@@ -45,7 +46,11 @@ async function mapLimit<T, R>(items: T[], limit: number, fn: (t: T, i: number) =
  * Polls every task through tasks/get (on the live gateways) until all are terminal or the
  * deadline passes. Returns the last status seen per task.
  */
-async function finalStatuses(ids: string[], live: () => string, deadlineMs: number): Promise<Map<string, Record<string, any>>> {
+async function finalStatuses(
+  ids: string[],
+  live: () => string,
+  deadlineMs: number,
+): Promise<Map<string, Record<string, any>>> {
   const last = new Map<string, Record<string, any>>();
   const end = Date.now() + deadlineMs;
   let pending = ids;
@@ -118,8 +123,7 @@ describe('Case B-16: status driven by lossy queue events', () => {
       if (r.body.result?.resultType === 'task') {
         ids.push(r.body.result.taskId);
         textOf.set(r.body.result.taskId, `echo: n${i}`);
-      }
-      else createFailures.push(`#${i}: HTTP ${r.status} ${JSON.stringify(r.body).slice(0, 200)}`);
+      } else createFailures.push(`#${i}: HTTP ${r.status} ${JSON.stringify(r.body).slice(0, 200)}`);
     };
 
     // (b) Replace every gateway during the run, the way the documented rollout does it
@@ -154,13 +158,25 @@ describe('Case B-16: status driven by lossy queue events', () => {
     const sendSeconds = (Date.now() - t0) / 1000;
     const restartError = await restarts;
     if (restartError) throw restartError;
-    console.log(`case B-16a: ${N} calls sent in ${(sentMs / 1000).toFixed(1)} s, all answered after ${sendSeconds.toFixed(1)} s`);
+    console.log(
+      `case B-16a: ${N} calls sent in ${(sentMs / 1000).toFixed(1)} s, all answered after ${sendSeconds.toFixed(1)} s`,
+    );
     // What makes this the case: both restarts (at 2 s and 5 s) happened while calls were still
     // being sent. How fast a loaded machine answers them is not the point (it only shifts the end).
-    assert.ok(sentMs > 5000 + PRESTOP_MS, `calls were still being sent when the second replica stopped (sending took ${sentMs} ms)`);
-    assert.ok(original.every((g) => g.proc.exitCode !== null), 'every original gateway replica was restarted');
+    assert.ok(
+      sentMs > 5000 + PRESTOP_MS,
+      `calls were still being sent when the second replica stopped (sending took ${sentMs} ms)`,
+    );
+    assert.ok(
+      original.every((g) => g.proc.exitCode !== null),
+      'every original gateway replica was restarted',
+    );
 
-    assert.deepEqual(createFailures.slice(0, 10), [], `${createFailures.length} tools/call failed during the gateway restarts`);
+    assert.deepEqual(
+      createFailures.slice(0, 10),
+      [],
+      `${createFailures.length} tools/call failed during the gateway restarts`,
+    );
     assert.equal(ids.length, N);
     assert.equal(new Set(ids).size, N);
 
@@ -194,7 +210,11 @@ describe('Case B-16: status driven by lossy queue events', () => {
     const queue = new Queue('tools', { connection, prefix: `${c.prefix}:{jobs}` });
     try {
       const jobId = `t.${taskId}.1`;
-      assert.equal(await queue.getJobState(jobId), 'prioritized', 'queued (every step job carries its fair-share priority)');
+      assert.equal(
+        await queue.getJobState(jobId),
+        'prioritized',
+        'queued (every step job carries its fair-share priority)',
+      );
       await queue.remove(jobId);
       assert.equal(await queue.getJobState(jobId), 'unknown', 'the job is gone');
       const removedAt = Date.now();
@@ -202,7 +222,13 @@ describe('Case B-16: status driven by lossy queue events', () => {
 
       const W = await c.addWorker();
       const readyAt = Date.parse(String(W.logs.find((l) => l.msg === 'worker.ready')!.time));
-      const end = await pollTask(() => url, taskId, (t) => t.status !== 'working', RECONCILE_AFTER_MS + RECONCILE_INTERVAL_MS + 10_000, 100);
+      const end = await pollTask(
+        () => url,
+        taskId,
+        (t) => t.status !== 'working',
+        RECONCILE_AFTER_MS + RECONCILE_INTERVAL_MS + 10_000,
+        100,
+      );
       const failedAt = Date.parse(end.lastUpdatedAt);
       assert.equal(end.status, 'failed', JSON.stringify(end));
       assert.match(end.statusMessage ?? '', /lost/i, 'statusMessage says the job was lost');
@@ -212,9 +238,19 @@ describe('Case B-16: status driven by lossy queue events', () => {
       // The reconciler runs on workers: measured from the later of the removal and the first worker.
       const since = Math.max(removedAt, readyAt);
       assert.ok(failedAt - since <= bound, `failed ${failedAt - since} ms after the job was lost (bound ${bound} ms)`);
-      assert.equal(W.logs.filter((l) => l.msg === 'step.started' && l.taskId === taskId).length, 0, 'the lost step never ran');
+      assert.equal(
+        W.logs.filter((l) => l.msg === 'step.started' && l.taskId === taskId).length,
+        0,
+        'the lost step never ran',
+      );
 
-      const control = await pollTask(() => url, controlId, (t) => isTerminal(t.status), 10_000, 100);
+      const control = await pollTask(
+        () => url,
+        controlId,
+        (t) => isTerminal(t.status),
+        10_000,
+        100,
+      );
       assert.equal(control.status, 'completed', JSON.stringify(control));
       // Terminal is absorbing: the failed task stays failed.
       await sleep(RECONCILE_INTERVAL_MS * 2);
@@ -225,7 +261,7 @@ describe('Case B-16: status driven by lossy queue events', () => {
     }
   });
 
-  it('Case B-16d: the gateways\' event-subscription connections are cut again and again for 8 s → every task and every held synchronous call still ends; no per-task waiters remain (T-21, D5)', async () => {
+  it("Case B-16d: the gateways' event-subscription connections are cut again and again for 8 s → every task and every held synchronous call still ends; no per-task waiters remain (T-21, D5)", async () => {
     // A throwaway Redis, so killing pub/sub clients touches nobody else.
     throwaway = await startRedis();
     c = await startCluster({ gateways: 2, workers: 2, redisUrl: throwaway.url });
@@ -237,7 +273,11 @@ describe('Case B-16: status driven by lossy queue events', () => {
     let kills = 0;
     try {
       // Warm up, then the memory baseline.
-      await Promise.all(Array.from({ length: 40 }, (_, i) => callTool(pick(), 'slow_echo', { seconds: 0.05, text: `warm${i}` }, { tasks: false })));
+      await Promise.all(
+        Array.from({ length: 40 }, (_, i) =>
+          callTool(pick(), 'slow_echo', { seconds: 0.05, text: `warm${i}` }, { tasks: false }),
+        ),
+      );
       const rssBefore = c.gateways.map(rssMb);
 
       // The cutter: every 150 ms, kill each gateway subscriber connection (`mcp-gateway-sub`).
@@ -250,7 +290,10 @@ describe('Case B-16: status driven by lossy queue events', () => {
           for (const line of list.split('\n')) {
             if (!/\bname=mcp-gateway-sub\b/.test(line)) continue;
             const id = /\bid=(\d+)/.exec(line)![1]!;
-            await admin.call('CLIENT', 'KILL', 'ID', id).then(() => kills++, () => undefined);
+            await admin.call('CLIENT', 'KILL', 'ID', id).then(
+              () => kills++,
+              () => undefined,
+            );
           }
           await sleep(150);
         }
@@ -274,9 +317,21 @@ describe('Case B-16: status driven by lossy queue events', () => {
           const s = Date.now();
           // Bounded, so a hung waiter fails the test instead of stalling it.
           syncCalls.push(
-            callTool(pick(), 'slow_echo', { seconds: 1, text: `sync${i}` }, { tasks: false, signal: AbortSignal.timeout(15_000) }).then(
+            callTool(
+              pick(),
+              'slow_echo',
+              { seconds: 1, text: `sync${i}` },
+              { tasks: false, signal: AbortSignal.timeout(15_000) },
+            ).then(
               (r) => ({ i, ms: Date.now() - s, r }),
-              (e: Error) => ({ i, ms: Date.now() - s, r: { status: 0, body: { error: { code: 0, message: `no answer: ${e.message}` } } } as unknown as RpcResponse }),
+              (e: Error) => ({
+                i,
+                ms: Date.now() - s,
+                r: {
+                  status: 0,
+                  body: { error: { code: 0, message: `no answer: ${e.message}` } },
+                } as unknown as RpcResponse,
+              }),
             ),
           );
         }
@@ -289,11 +344,18 @@ describe('Case B-16: status driven by lossy queue events', () => {
       for (const { i, ms, r } of syncResults) {
         assert.equal(r.body.error, undefined, `sync call ${i}: ${JSON.stringify(r.body)}`);
         assert.equal(r.body.result?.content?.[0]?.text, `echo: sync${i}`, `sync call ${i}: ${JSON.stringify(r.body)}`);
-        assert.ok(ms < 1000 + 4000, `sync call ${i} answered ${ms} ms after it was sent (no waiter hangs on a lost message)`);
+        assert.ok(
+          ms < 1000 + 4000,
+          `sync call ${i} answered ${ms} ms after it was sent (no waiter hangs on a lost message)`,
+        );
       }
       const final = await finalStatuses(taskIds, pick, 20_000);
       const notDone = [...final.values()].filter((t) => t.status !== 'completed');
-      assert.deepEqual(notDone.map((t) => `${t.taskId}: ${t.status}`), [], 'every task terminal (completed), 0 stuck working');
+      assert.deepEqual(
+        notDone.map((t) => `${t.taskId}: ${t.status}`),
+        [],
+        'every task terminal (completed), 0 stuck working',
+      );
       assert.ok(taskIds.length >= 50, `${taskIds.length} tasks ran through the cut`);
 
       // Memory stays flat: no per-task subscription (waiter) is left on any gateway once the
@@ -301,7 +363,9 @@ describe('Case B-16: status driven by lossy queue events', () => {
       await sleep(1000);
       assert.deepEqual(await perTaskSubscriptions(admin, c.prefix), [], 'no per-task waiters remain');
       const rssAfter = c.gateways.map(rssMb);
-      rssAfter.forEach((mb, g) => assert.ok(mb - rssBefore[g]! < 60, `gateway ${g} RSS ${rssBefore[g]!.toFixed(0)} → ${mb.toFixed(0)} MB`));
+      rssAfter.forEach((mb, g) =>
+        assert.ok(mb - rssBefore[g]! < 60, `gateway ${g} RSS ${rssBefore[g]!.toFixed(0)} → ${mb.toFixed(0)} MB`),
+      );
     } finally {
       admin.disconnect();
     }

@@ -1,3 +1,4 @@
+// @needs redis
 /**
  * Cases N-01 and B-14 (another principal acting on a task), and N-04 (a token never leaks;
  * another audience is refused), with real authentication: API keys and JWTs from a loopback
@@ -64,17 +65,37 @@ describe('cases N-01, B-14, N-04: tasks are bound to their principal; credential
       const B = { token: tokens[b]! };
       const running = (await callTool(g1, 'slow_echo', { seconds: 30, quiet: true }, A)).body.result!.taskId as string;
       const parkedId = (await callTool(g1, 'ask_confirm', {}, A)).body.result!.taskId as string;
-      const parked = await pollTask(() => g1, parkedId, (t) => t.status === 'input_required', 15_000, 50, A);
+      const parked = await pollTask(
+        () => g1,
+        parkedId,
+        (t) => t.status === 'input_required',
+        15_000,
+        50,
+        A,
+      );
       assert.ok(running && parkedId);
-      await pollTask(() => g1, running, () => true, 5000, 50, A);
+      await pollTask(
+        () => g1,
+        running,
+        () => true,
+        5000,
+        50,
+        A,
+      );
       const key = Object.keys(parked.inputRequests)[0]!;
       const taskKey = (id: string) => `${c.prefix}:{t:${id}}:task`;
-      const before = { running: await c.redis.hgetall(taskKey(running)), parked: await c.redis.hgetall(taskKey(parkedId)) };
+      const before = {
+        running: await c.redis.hgetall(taskKey(running)),
+        parked: await c.redis.hgetall(taskKey(parkedId)),
+      };
 
       const unknown = randomUUID();
       const requests: [string, (id: string) => Promise<RpcResponse>][] = [
         ['tasks/get', (id) => getTask(g2, id, { ...B, id: 'same' })],
-        ['tasks/update', (id) => updateTask(g2, id, { [key]: { action: 'accept', content: { confirm: true } } }, { ...B, id: 'same' })],
+        [
+          'tasks/update',
+          (id) => updateTask(g2, id, { [key]: { action: 'accept', content: { confirm: true } } }, { ...B, id: 'same' }),
+        ],
         ['tasks/cancel', (id) => cancelTask(g2, id, { ...B, id: 'same' })],
         ['task_status', (id) => callTool(g2, 'task_status', { taskId: id }, { ...B, id: 'same' })],
       ];
@@ -83,8 +104,13 @@ describe('cases N-01, B-14, N-04: tasks are bound to their principal; credential
           const theirs = await send(victim);
           const none = await send(unknown);
           assert.equal(theirs.status, none.status, `${what}: same status`);
-          assert.equal(bodyWithout(theirs, victim), bodyWithout(none, unknown), `${what}: byte-for-byte the unknown id's answer`);
-          if (what !== 'task_status') assert.equal(theirs.body.error?.code, -32602, `${what}: ${JSON.stringify(theirs.body)}`);
+          assert.equal(
+            bodyWithout(theirs, victim),
+            bodyWithout(none, unknown),
+            `${what}: byte-for-byte the unknown id's answer`,
+          );
+          if (what !== 'task_status')
+            assert.equal(theirs.body.error?.code, -32602, `${what}: ${JSON.stringify(theirs.body)}`);
           else assert.equal(theirs.body.result?.isError, true);
         }
       }
@@ -93,14 +119,23 @@ describe('cases N-01, B-14, N-04: tasks are bound to their principal; credential
       const listen = fetch(g2, {
         method: 'POST',
         signal: ac.signal,
-        headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream', 'mcp-protocol-version': '2026-07-28', 'mcp-method': 'subscriptions/listen', authorization: `Bearer ${B.token}` },
+        headers: {
+          'content-type': 'application/json',
+          accept: 'application/json, text/event-stream',
+          'mcp-protocol-version': '2026-07-28',
+          'mcp-method': 'subscriptions/listen',
+          authorization: `Bearer ${B.token}`,
+        },
         body: JSON.stringify({
           jsonrpc: '2.0',
           id: 'l1',
           method: 'subscriptions/listen',
           params: {
             notifications: { taskIds: [running, parkedId] },
-            _meta: { 'io.modelcontextprotocol/protocolVersion': '2026-07-28', 'io.modelcontextprotocol/clientCapabilities': { extensions: { 'io.modelcontextprotocol/tasks': {} } } },
+            _meta: {
+              'io.modelcontextprotocol/protocolVersion': '2026-07-28',
+              'io.modelcontextprotocol/clientCapabilities': { extensions: { 'io.modelcontextprotocol/tasks': {} } },
+            },
           },
         }),
       });
@@ -109,20 +144,56 @@ describe('cases N-01, B-14, N-04: tasks are bound to their principal; credential
       let text = '';
       while (!text.includes('acknowledged')) text += new TextDecoder().decode((await reader.read()).value);
       ac.abort();
-      const ack = JSON.parse(text.split('\n').find((l) => l.startsWith('data:') && l.includes('acknowledged'))!.slice(5));
+      const ack = JSON.parse(
+        text
+          .split('\n')
+          .find((l) => l.startsWith('data:') && l.includes('acknowledged'))!
+          .slice(5),
+      );
       assert.deepEqual(ack.params.notifications.taskIds, []);
 
       // A's records are untouched: the running one still runs (its job too), the parked one waits.
-      const after = { running: await c.redis.hgetall(taskKey(running)), parked: await c.redis.hgetall(taskKey(parkedId)) };
+      const after = {
+        running: await c.redis.hgetall(taskKey(running)),
+        parked: await c.redis.hgetall(taskKey(parkedId)),
+      };
       assert.deepEqual(after.parked, before.parked, 'the parked task is byte-for-byte unchanged');
       assert.equal(after.running.status, 'working');
       assert.equal(after.running.cancelRequested, before.running.cancelRequested);
       assert.equal(after.running.fence, before.running.fence);
       // A still acts on its own tasks, through the other gateway.
-      assert.equal((await updateTask(g2, parkedId, { [key]: { action: 'accept', content: { confirm: true } } }, A)).body.result?.resultType, 'complete');
-      assert.equal((await pollTask(() => g1, parkedId, (t) => t.status === 'completed', 15_000, 50, A)).result.content[0].text, 'confirmed: true');
+      assert.equal(
+        (await updateTask(g2, parkedId, { [key]: { action: 'accept', content: { confirm: true } } }, A)).body.result
+          ?.resultType,
+        'complete',
+      );
+      assert.equal(
+        (
+          await pollTask(
+            () => g1,
+            parkedId,
+            (t) => t.status === 'completed',
+            15_000,
+            50,
+            A,
+          )
+        ).result.content[0].text,
+        'confirmed: true',
+      );
       assert.equal((await cancelTask(g2, running, A)).body.result?.resultType, 'complete');
-      assert.equal((await pollTask(() => g1, running, (t) => t.status !== 'working', 15_000, 50, A)).status, 'cancelled');
+      assert.equal(
+        (
+          await pollTask(
+            () => g1,
+            running,
+            (t) => t.status !== 'working',
+            15_000,
+            50,
+            A,
+          )
+        ).status,
+        'cancelled',
+      );
     });
   }
 
@@ -130,10 +201,23 @@ describe('cases N-01, B-14, N-04: tasks are bound to their principal; credential
     const g = c.urls[0]!;
     const none = await getTask(g, randomUUID());
     assert.equal(none.status, 401);
-    assert.equal(none.headers.get('www-authenticate'), 'Bearer resource_metadata="https://mcp.test.example/.well-known/oauth-protected-resource/mcp"');
+    assert.equal(
+      none.headers.get('www-authenticate'),
+      'Bearer resource_metadata="https://mcp.test.example/.well-known/oauth-protected-resource/mcp"',
+    );
     const bad = await getTask(g, randomUUID(), { token: 'not-a-key-of-anyone-here' });
     assert.equal(bad.status, 401);
     assert.match(bad.headers.get('www-authenticate')!, /error="invalid_token"/);
+    // The probe is the exception: server/discover with a wrong token is answered as one without
+    // credentials (200, the same result), so a client asks for new credentials on the request
+    // that needs them instead of reporting the server unreachable; tools/list with it is 401.
+    const discoverNone = await rpc(g, 'server/discover', {});
+    const discoverBad = await rpc(g, 'server/discover', {}, { token: 'not-a-key-of-anyone-here' });
+    assert.equal(discoverNone.status, 200);
+    assert.equal(discoverBad.status, 200);
+    assert.deepEqual(discoverBad.body.result, discoverNone.body.result);
+    const listBad = await rpc(g, 'tools/list', {}, { token: 'not-a-key-of-anyone-here' });
+    assert.equal(listBad.status, 401);
     const list = await rpc(g, 'tasks/list', {}, { token: tokens.keyAlice! });
     assert.equal(list.status, 404);
     assert.equal(list.body.error?.code, -32601);
@@ -148,7 +232,12 @@ describe('cases N-01, B-14, N-04: tasks are bound to their principal; credential
     const refused = [
       await accessToken({ key, issuer: jwks.origin, audience: 'https://another-service.example/', subject: 'alice' }),
       await accessToken({ key, issuer: jwks.origin, audience: PUBLIC_URL, subject: null }),
-      await accessToken({ key: otherIssuer, issuer: 'https://issuer.other.example', audience: PUBLIC_URL, subject: 'alice' }),
+      await accessToken({
+        key: otherIssuer,
+        issuer: 'https://issuer.other.example',
+        audience: PUBLIC_URL,
+        subject: 'alice',
+      }),
     ];
     for (const t of refused) {
       const r = await rpc(g, 'tools/list', {}, { token: t });
@@ -156,23 +245,42 @@ describe('cases N-01, B-14, N-04: tasks are bound to their principal; credential
       assert.match(r.headers.get('www-authenticate')!, /error="invalid_token"/);
     }
     // A synchronous call (its progress goes through the per-task stream) and a task, with each credential kind.
-    const sync = await callTool(g, 'slow_echo', { seconds: 2 }, { token: tokens.jwtAlice!, tasks: false, meta: { progressToken: 'p' } });
+    const sync = await callTool(
+      g,
+      'slow_echo',
+      { seconds: 2 },
+      { token: tokens.jwtAlice!, tasks: false, meta: { progressToken: 'p' } },
+    );
     assert.equal(sync.body.result?.content?.[0]?.text, 'echo: ');
-    const task = (await callTool(g, 'slow_echo', { seconds: 0 }, { token: tokens.keyBob! })).body.result!.taskId as string;
-    await pollTask(() => g, task, (t) => t.status === 'completed', 15_000, 50, { token: tokens.keyBob! });
+    const task = (await callTool(g, 'slow_echo', { seconds: 0 }, { token: tokens.keyBob! })).body.result!
+      .taskId as string;
+    await pollTask(
+      () => g,
+      task,
+      (t) => t.status === 'completed',
+      15_000,
+      50,
+      { token: tokens.keyBob! },
+    );
 
     const secrets = [tokens.jwtAlice!, tokens.keyBob!, tokens.keyAlice!, ...refused];
     const found: string[] = [];
     for (const k of await c.keys()) {
       const type = await c.redis.type(k);
       const dump =
-        type === 'hash' ? JSON.stringify(await c.redis.hgetall(k))
-        : type === 'string' ? String(await c.redis.get(k))
-        : type === 'list' ? JSON.stringify(await c.redis.lrange(k, 0, -1))
-        : type === 'zset' ? JSON.stringify(await c.redis.zrange(k, '0', '-1'))
-        : type === 'stream' ? JSON.stringify(await c.redis.xrange(k, '-', '+'))
-        : type === 'set' ? JSON.stringify(await c.redis.smembers(k))
-        : '';
+        type === 'hash'
+          ? JSON.stringify(await c.redis.hgetall(k))
+          : type === 'string'
+            ? String(await c.redis.get(k))
+            : type === 'list'
+              ? JSON.stringify(await c.redis.lrange(k, 0, -1))
+              : type === 'zset'
+                ? JSON.stringify(await c.redis.zrange(k, '0', '-1'))
+                : type === 'stream'
+                  ? JSON.stringify(await c.redis.xrange(k, '-', '+'))
+                  : type === 'set'
+                    ? JSON.stringify(await c.redis.smembers(k))
+                    : '';
       if (secrets.some((s) => dump.includes(s) || k.includes(s))) found.push(k);
     }
     assert.deepEqual(found, [], 'no Redis key holds a credential');
@@ -182,7 +290,10 @@ describe('cases N-01, B-14, N-04: tasks are bound to their principal; credential
     const rec = await c.redis.hgetall(`${c.prefix}:{t:${task}}:task`);
     assert.equal(rec.owner, 'key:bob');
     const logs = [...c.gateways, ...c.workers].flatMap((p) => p.logs.map((l) => JSON.stringify(l)));
-    assert.ok(logs.some((l) => l.includes('"level":20')), 'debug lines were written');
+    assert.ok(
+      logs.some((l) => l.includes('"level":20')),
+      'debug lines were written',
+    );
     const leaked = logs.filter((l) => secrets.some((s) => l.includes(s)));
     assert.deepEqual(leaked, [], 'no log line holds a credential');
   });

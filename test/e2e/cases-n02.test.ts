@@ -1,3 +1,4 @@
+// @needs redis
 /**
  * Cases N-02 and B-17: a continuation (`requestState`) replayed elsewhere. `confirm_once` (testing
  * tool set, run in the gateway) asks for confirmation and then runs a guarded step that appends
@@ -35,19 +36,34 @@ describe('cases N-02, B-17: continuations are bound, single use, rotated with th
     rmSync(dir, { recursive: true, force: true });
   });
 
-  const runs = (marker: string) => (existsSync(join(dir, `${marker}.runs`)) ? readFileSync(join(dir, `${marker}.runs`), 'utf8').trim().split('\n').length : 0);
+  const runs = (marker: string) =>
+    existsSync(join(dir, `${marker}.runs`))
+      ? readFileSync(join(dir, `${marker}.runs`), 'utf8')
+          .trim()
+          .split('\n').length
+      : 0;
   const ask = async (url: string, marker: string, token = ALICE) => {
     const r = await callTool(url, 'confirm_once', { marker }, { tasks: false, token });
     assert.equal(r.body.result?.resultType, 'input_required', JSON.stringify(r.body));
     return r.body.result!.requestState as string;
   };
-  const retry = (url: string, marker: string, requestState: string, o: { token?: string; answer?: boolean; tool?: string } = {}) =>
+  const retry = (
+    url: string,
+    marker: string,
+    requestState: string,
+    o: { token?: string; answer?: boolean; tool?: string } = {},
+  ) =>
     callTool(
       url,
       o.tool ?? 'confirm_once',
       o.tool === 'share_report' ? { channel: '#x' } : { marker },
       { tasks: false, token: o.token ?? ALICE },
-      { requestState, ...(o.answer === false ? {} : { inputResponses: { confirm: { action: 'accept', content: { ok: true, notify: true } } } }) },
+      {
+        requestState,
+        ...(o.answer === false
+          ? {}
+          : { inputResponses: { confirm: { action: 'accept', content: { ok: true, notify: true } } } }),
+      },
     );
   const refused = (r: RpcResponse, what: string) => {
     assert.equal(r.body.error?.code, -32602, `${what}: ${JSON.stringify(r.body)}`);
@@ -74,7 +90,8 @@ describe('cases N-02, B-17: continuations are bound, single use, rotated with th
     assert.equal(runs('m1'), 1, 'the guarded step ran exactly once');
     // The payload is signed, not encrypted: it names no principal and holds no key.
     const payload = Buffer.from(s2.split('.')[1]!, 'base64url').toString('utf8');
-    for (const secret of ['alice', ALICE, K1.split(':')[1]!]) assert.ok(!payload.includes(secret), `the payload holds ${secret}: ${payload}`);
+    for (const secret of ['alice', ALICE, K1.split(':')[1]!])
+      assert.ok(!payload.includes(secret), `the payload holds ${secret}: ${payload}`);
   });
 
   it('Case B-17(h): the valid retry sent twice at once to two gateways runs the step at most once; the other copy is refused', async () => {

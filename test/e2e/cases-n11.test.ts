@@ -1,3 +1,4 @@
+// @needs redis
 /**
  * Case N-11 (issue 9 §6): a replica whose clock is 2 minutes off never expires a task early and
  * never accepts an expired continuation beyond the stated tolerance (1 s, packages/jobs
@@ -36,7 +37,11 @@ describe('Case N-11: a replica whose clock is 2 minutes off', () => {
       workers: 1,
       env: { TASK_TTL_MS: String(TTL_MS), REQUEST_STATE_TTL_S: String(STATE_TTL_S), TESTING_SIDE_EFFECT_DIR: dir },
     });
-    skewed = await startProcess('gateway', { ...c.env, CLOCK_SKEW_MS: String(SKEW_MS) }, { nodeArgs: ['--import', pathToFileURL(join(ROOT, 'test/support/clock-skew.mjs')).href] });
+    skewed = await startProcess(
+      'gateway',
+      { ...c.env, CLOCK_SKEW_MS: String(SKEW_MS) },
+      { nodeArgs: ['--import', pathToFileURL(join(ROOT, 'test/support/clock-skew.mjs')).href] },
+    );
     c.gateways.push(skewed);
   });
   after(async () => {
@@ -55,7 +60,10 @@ describe('Case N-11: a replica whose clock is 2 minutes off', () => {
     const at = typeof ready.time === 'number' ? ready.time : Date.parse(String(ready.time));
     const behind = Date.now() - at;
     assert.ok(Math.abs(behind + SKEW_MS) < 30_000, `the replica's clock is ${behind} ms behind`);
-    assert.ok(Math.abs(Number(ready.redisClockSkewMs) + SKEW_MS) < TOLERANCE_MS, `Redis clock minus the replica's: ${ready.redisClockSkewMs} ms`);
+    assert.ok(
+      Math.abs(Number(ready.redisClockSkewMs) + SKEW_MS) < TOLERANCE_MS,
+      `Redis clock minus the replica's: ${ready.redisClockSkewMs} ms`,
+    );
   });
 
   it('N-11: a task created through the skewed replica carries Redis time and expires ttlMs after it, not 2 minutes early', async () => {
@@ -67,16 +75,31 @@ describe('Case N-11: a replica whose clock is 2 minutes off', () => {
     const key = `${c.prefix}:{t:${taskId}}:task`;
     // With the replica's own clock the expiry would be 2 minutes in the past: the key gone at once.
     const pttl = await c.redis.pttl(key);
-    assert.ok(pttl > TTL_MS - (after - before) - 2 * TOLERANCE_MS && pttl <= TTL_MS, `PTTL ${pttl} ms of ttlMs ${TTL_MS}`);
+    assert.ok(
+      pttl > TTL_MS - (after - before) - 2 * TOLERANCE_MS && pttl <= TTL_MS,
+      `PTTL ${pttl} ms of ttlMs ${TTL_MS}`,
+    );
     // Read through the normal replica: there, with the times Redis has.
     const seen = await getTask(c.urls[0]!, taskId);
     const t = seen.body.result!;
     assert.equal(t.ttlMs, TTL_MS);
     const createdAt = Date.parse(t.createdAt);
-    assert.ok(createdAt >= before - TOLERANCE_MS && createdAt <= after + TOLERANCE_MS, `createdAt ${t.createdAt} within the tolerance of Redis time (${new Date(before).toISOString()} … ${new Date(after).toISOString()})`);
-    const done = await pollTask(() => c.urls[0]!, taskId, (x) => x.status === 'completed', 20_000, 100);
+    assert.ok(
+      createdAt >= before - TOLERANCE_MS && createdAt <= after + TOLERANCE_MS,
+      `createdAt ${t.createdAt} within the tolerance of Redis time (${new Date(before).toISOString()} … ${new Date(after).toISOString()})`,
+    );
+    const done = await pollTask(
+      () => c.urls[0]!,
+      taskId,
+      (x) => x.status === 'completed',
+      20_000,
+      100,
+    );
     assert.ok(Date.parse(done.lastUpdatedAt) >= createdAt, 'lastUpdatedAt is not before createdAt');
-    assert.ok((await c.redis.pttl(key)) > TTL_MS - 10_000, 'still ttlMs from createdAt after the worker wrote the result');
+    assert.ok(
+      (await c.redis.pttl(key)) > TTL_MS - 10_000,
+      'still ttlMs from createdAt after the worker wrote the result',
+    );
   });
 
   const ask = async (url: string, marker: string) => {
@@ -85,15 +108,31 @@ describe('Case N-11: a replica whose clock is 2 minutes off', () => {
     return r.body.result!.requestState as string;
   };
   const answer = (url: string, marker: string, requestState: string) =>
-    callTool(url, 'confirm_once', { marker }, { tasks: false }, { requestState, inputResponses: { confirm: { action: 'accept', content: { ok: true } } } });
-  const ran = (r: RpcResponse, marker: string, what: string) => assert.equal(r.body.result?.content?.[0]?.text, `ran: ${marker}`, `${what}: ${JSON.stringify(r.body)}`);
-  const refused = (r: RpcResponse, what: string) => assert.equal(r.body.error?.code, -32602, `${what}: ${JSON.stringify(r.body)}`);
+    callTool(
+      url,
+      'confirm_once',
+      { marker },
+      { tasks: false },
+      { requestState, inputResponses: { confirm: { action: 'accept', content: { ok: true } } } },
+    );
+  const ran = (r: RpcResponse, marker: string, what: string) =>
+    assert.equal(r.body.result?.content?.[0]?.text, `ran: ${marker}`, `${what}: ${JSON.stringify(r.body)}`);
+  const refused = (r: RpcResponse, what: string) =>
+    assert.equal(r.body.error?.code, -32602, `${what}: ${JSON.stringify(r.body)}`);
 
   it('N-11: a valid continuation is accepted across the skew both ways; one expired beyond the tolerance is refused by both', async () => {
     // Valid: minted on one, answered at once on the other (its own clock would call a state the
     // skewed replica minted expired 2 minutes ago).
-    ran(await answer(c.urls[0]!, 'a', await ask(skewed.url!, 'a')), 'a', 'minted on the skewed replica, answered on the normal one');
-    ran(await answer(skewed.url!, 'b', await ask(c.urls[0]!, 'b')), 'b', 'minted on the normal replica, answered on the skewed one');
+    ran(
+      await answer(c.urls[0]!, 'a', await ask(skewed.url!, 'a')),
+      'a',
+      'minted on the skewed replica, answered on the normal one',
+    );
+    ran(
+      await answer(skewed.url!, 'b', await ask(c.urls[0]!, 'b')),
+      'b',
+      'minted on the normal replica, answered on the skewed one',
+    );
     // Expired: minted, then answered after its lifetime plus the tolerance (and a margin).
     const fromNormal = await ask(c.urls[0]!, 'c');
     const fromSkewed = await ask(skewed.url!, 'd');

@@ -1,3 +1,4 @@
+// @needs redis
 /**
  * Case N-14: trace context through the queue. Real gateway and worker processes export their
  * spans over OTLP/HTTP (JSON) to a receiver this test runs on loopback; nothing is mocked.
@@ -33,11 +34,16 @@ interface RecordedSpan {
 /** An id as hex whether the exporter wrote hex (OTLP/JSON) or base64. */
 const hexId = (v: unknown): string => {
   const s = typeof v === 'string' ? v : '';
-  return /^[0-9a-f]*$/i.test(s) && (s.length === 32 || s.length === 16 || s.length === 0) ? s.toLowerCase() : Buffer.from(s, 'base64').toString('hex');
+  return /^[0-9a-f]*$/i.test(s) && (s.length === 32 || s.length === 16 || s.length === 0)
+    ? s.toLowerCase()
+    : Buffer.from(s, 'base64').toString('hex');
 };
-const attrValue = (v: Record<string, unknown>): unknown => v.stringValue ?? (v.intValue !== undefined ? Number(v.intValue) : undefined) ?? v.boolValue ?? v.doubleValue;
+const attrValue = (v: Record<string, unknown>): unknown =>
+  v.stringValue ?? (v.intValue !== undefined ? Number(v.intValue) : undefined) ?? v.boolValue ?? v.doubleValue;
 const attrs = (list: unknown): Record<string, unknown> =>
-  Object.fromEntries(((list as { key: string; value: Record<string, unknown> }[]) ?? []).map((a) => [a.key, attrValue(a.value)]));
+  Object.fromEntries(
+    ((list as { key: string; value: Record<string, unknown> }[]) ?? []).map((a) => [a.key, attrValue(a.value)]),
+  );
 
 /** A minimal OTLP/HTTP JSON receiver: POST /v1/traces. */
 async function startReceiver(): Promise<{ server: Server; url: string; spans: RecordedSpan[] }> {
@@ -62,7 +68,10 @@ async function startReceiver(): Promise<{ server: Server; url: string; spans: Re
                 startNs: BigInt(s.startTimeUnixNano),
                 endNs: BigInt(s.endTimeUnixNano),
                 attributes: attrs(s.attributes),
-                links: (s.links ?? []).map((l: { traceId: string; spanId: string }) => ({ traceId: hexId(l.traceId), spanId: hexId(l.spanId) })),
+                links: (s.links ?? []).map((l: { traceId: string; spanId: string }) => ({
+                  traceId: hexId(l.traceId),
+                  spanId: hexId(l.spanId),
+                })),
               });
             }
           }
@@ -89,7 +98,12 @@ describe('N-14: trace context through the queue', () => {
     c = await startCluster({
       gateways: 2,
       workers: 1,
-      env: { OTEL_EXPORTER_OTLP_ENDPOINT: rx.url, OTEL_EXPORTER_OTLP_TRACES_PROTOCOL: 'http/json', OTEL_BSP_SCHEDULE_DELAY: '100', DEMO_RESEARCH_PHASE_MS: '300' },
+      env: {
+        OTEL_EXPORTER_OTLP_ENDPOINT: rx.url,
+        OTEL_EXPORTER_OTLP_TRACES_PROTOCOL: 'http/json',
+        OTEL_BSP_SCHEDULE_DELAY: '100',
+        DEMO_RESEARCH_PHASE_MS: '300',
+      },
     });
   });
   after(async () => {
@@ -101,7 +115,12 @@ describe('N-14: trace context through the queue', () => {
     const traceId = newTraceId();
     const clientSpan = newSpanId();
     const next = roundRobin(c.urls);
-    const created = await callTool(c.urls[0]!, 'deep_research', { topic: 'traces' }, { meta: { traceparent: `00-${traceId}-${clientSpan}-01` } });
+    const created = await callTool(
+      c.urls[0]!,
+      'deep_research',
+      { topic: 'traces' },
+      { meta: { traceparent: `00-${traceId}-${clientSpan}-01` } },
+    );
     const taskId = created.body.result!.taskId as string;
     let polls = 0;
     const parked = await pollTask(next, taskId, (t) => (polls++, t.status === 'input_required'), 15_000);
@@ -112,7 +131,12 @@ describe('N-14: trace context through the queue', () => {
 
     const inTrace = () => rx.spans.filter((s) => s.traceId === traceId);
     // Each process exports on its own schedule (every 100 ms here): wait for both sides.
-    await waitFor(() => inTrace().some((s) => s.kind === SERVER) && inTrace().filter((s) => s.kind === CONSUMER).length >= 2, 10_000, 100, 'the request span and two worker step spans');
+    await waitFor(
+      () => inTrace().some((s) => s.kind === SERVER) && inTrace().filter((s) => s.kind === CONSUMER).length >= 2,
+      10_000,
+      100,
+      'the request span and two worker step spans',
+    );
     const request = inTrace().find((s) => s.kind === SERVER);
     assert.ok(request, JSON.stringify(inTrace().map((s) => [s.name, s.kind, s.service, s.parentSpanId])));
     assert.equal(request.name, 'tools/call deep_research');
@@ -122,9 +146,17 @@ describe('N-14: trace context through the queue', () => {
     assert.equal(request.attributes['gen_ai.tool.name'], 'deep_research');
     assert.equal(request.attributes['mcp.task.id'], taskId);
 
-    const steps = inTrace().filter((s) => s.kind === CONSUMER).sort((a, b) => Number(a.attributes['mcp.task.step']) - Number(b.attributes['mcp.task.step']));
-    assert.deepEqual(steps.map((s) => s.attributes['mcp.task.step']), [1, 2]);
-    assert.deepEqual(steps.map((s) => s.attributes['mcp.task.step.outcome']), ['input_required', 'completed']);
+    const steps = inTrace()
+      .filter((s) => s.kind === CONSUMER)
+      .sort((a, b) => Number(a.attributes['mcp.task.step']) - Number(b.attributes['mcp.task.step']));
+    assert.deepEqual(
+      steps.map((s) => s.attributes['mcp.task.step']),
+      [1, 2],
+    );
+    assert.deepEqual(
+      steps.map((s) => s.attributes['mcp.task.step.outcome']),
+      ['input_required', 'completed'],
+    );
     for (const s of steps) {
       assert.equal(s.name, 'execute_tool deep_research');
       assert.equal(s.service, 'mcp-task-worker');
@@ -147,43 +179,84 @@ describe('N-14: trace context through the queue', () => {
 
   it('not sampled: nothing of the trace is recorded, on the gateway or the worker', async () => {
     const traceId = newTraceId();
-    const created = await callTool(c.urls[1]!, 'slow_echo', { seconds: 0.2, quiet: true }, { meta: { traceparent: `00-${traceId}-${newSpanId()}-00` } });
+    const created = await callTool(
+      c.urls[1]!,
+      'slow_echo',
+      { seconds: 0.2, quiet: true },
+      { meta: { traceparent: `00-${traceId}-${newSpanId()}-00` } },
+    );
     const taskId = created.body.result!.taskId as string;
     await pollTask(roundRobin(c.urls), taskId, (t) => t.status === 'completed', 10_000);
     // A sampled marker request after it: once its spans arrived, the unsampled ones would have too.
     const marker = newTraceId();
-    await callTool(c.urls[1]!, 'slow_echo', { seconds: 0, quiet: true }, { meta: { traceparent: `00-${marker}-${newSpanId()}-01` } });
-    await waitFor(() => rx.spans.some((s) => s.traceId === marker && s.kind === CONSUMER) && rx.spans.some((s) => s.traceId === marker && s.kind === SERVER), 10_000, 100, 'the marker trace');
-    assert.deepEqual(rx.spans.filter((s) => s.traceId === traceId), []);
+    await callTool(
+      c.urls[1]!,
+      'slow_echo',
+      { seconds: 0, quiet: true },
+      { meta: { traceparent: `00-${marker}-${newSpanId()}-01` } },
+    );
+    await waitFor(
+      () =>
+        rx.spans.some((s) => s.traceId === marker && s.kind === CONSUMER) &&
+        rx.spans.some((s) => s.traceId === marker && s.kind === SERVER),
+      10_000,
+      100,
+      'the marker trace',
+    );
+    assert.deepEqual(
+      rx.spans.filter((s) => s.traceId === traceId),
+      [],
+    );
     // Only the polls (their own traces, no traceparent sent) name the task.
-    assert.deepEqual(rx.spans.filter((s) => s.attributes['mcp.task.id'] === taskId && s.name !== 'tasks/get'), [], 'no request or step span of the unsampled task');
+    assert.deepEqual(
+      rx.spans.filter((s) => s.attributes['mcp.task.id'] === taskId && s.name !== 'tasks/get'),
+      [],
+      'no request or step span of the unsampled task',
+    );
   });
 
   it('the traceparent header is used without _meta; a malformed one starts a new trace and changes nothing else', async () => {
     const traceId = newTraceId();
     const parent = newSpanId();
-    const viaHeader = await callTool(c.urls[0]!, 'slow_echo', { seconds: 0, quiet: true }, { headers: { traceparent: `00-${traceId}-${parent}-01` } });
+    const viaHeader = await callTool(
+      c.urls[0]!,
+      'slow_echo',
+      { seconds: 0, quiet: true },
+      { headers: { traceparent: `00-${traceId}-${parent}-01` } },
+    );
     const id1 = viaHeader.body.result!.taskId as string;
     await waitFor(
-      () => rx.spans.some((s) => s.traceId === traceId && s.kind === CONSUMER && s.attributes['mcp.task.id'] === id1) && rx.spans.some((s) => s.traceId === traceId && s.kind === SERVER),
+      () =>
+        rx.spans.some((s) => s.traceId === traceId && s.kind === CONSUMER && s.attributes['mcp.task.id'] === id1) &&
+        rx.spans.some((s) => s.traceId === traceId && s.kind === SERVER),
       10_000,
       100,
       'the request and worker spans in the header trace',
     );
     assert.equal(rx.spans.find((s) => s.traceId === traceId && s.kind === SERVER)?.parentSpanId, parent);
 
-    const bad = await callTool(c.urls[0]!, 'slow_echo', { seconds: 0, quiet: true }, { meta: { traceparent: '00-not-a-trace-id-01', tracestate: 'x'.repeat(5000) } });
+    const bad = await callTool(
+      c.urls[0]!,
+      'slow_echo',
+      { seconds: 0, quiet: true },
+      { meta: { traceparent: '00-not-a-trace-id-01', tracestate: 'x'.repeat(5000) } },
+    );
     assert.equal(bad.body.result?.resultType, 'task', JSON.stringify(bad.body));
     const id2 = bad.body.result!.taskId as string;
     await pollTask(roundRobin(c.urls), id2, (t) => t.status === 'completed', 10_000);
     await waitFor(
-      () => rx.spans.some((s) => s.kind === CONSUMER && s.attributes['mcp.task.id'] === id2) && rx.spans.some((s) => s.kind === SERVER && s.attributes['mcp.task.id'] === id2),
+      () =>
+        rx.spans.some((s) => s.kind === CONSUMER && s.attributes['mcp.task.id'] === id2) &&
+        rx.spans.some((s) => s.kind === SERVER && s.attributes['mcp.task.id'] === id2),
       10_000,
       100,
       'the request and worker spans of the malformed request',
     );
     const req = rx.spans.find((s) => s.kind === SERVER && s.attributes['mcp.task.id'] === id2)!;
     assert.equal(req.parentSpanId, '', 'a new trace');
-    assert.equal(rx.spans.find((s) => s.kind === CONSUMER && s.attributes['mcp.task.id'] === id2)!.traceId, req.traceId);
+    assert.equal(
+      rx.spans.find((s) => s.kind === CONSUMER && s.attributes['mcp.task.id'] === id2)!.traceId,
+      req.traceId,
+    );
   });
 });

@@ -1,5 +1,6 @@
+// @needs redis tmux
 /**
- * The real Claude Code CLI (2.1.328) in interactive mode, in a terminal (tmux), against two
+ * The real Claude Code CLI (2.1.332) in interactive mode, in a terminal (tmux), against two
  * gateways and two workers behind the no-affinity round-robin proxy (issue 7 §4). Interactive
  * Claude Code declares the Tasks extension (clients.md §0.3), so a long tool becomes a task that
  * Claude Code moves to the background and polls with `tasks/get` (§0.5); the model is the
@@ -28,8 +29,20 @@ import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import { startCluster, waitFor, sleep, type Cluster } from '../support/cluster.js';
 import { capturedMessages, startRoundRobinProxy, type RoundRobinProxy } from '../support/round-robin-proxy.js';
-import { toolResults, type ContentBlock, type MessagesRequest, type Step, type Turn } from '../support/anthropic-stub.js';
-import { CLAUDE_CODE_VERSION, describeWire, SERVER_NAME, startClaudeInteractive, type InteractiveSession } from '../support/claude-code.js';
+import {
+  toolResults,
+  type ContentBlock,
+  type MessagesRequest,
+  type Step,
+  type Turn,
+} from '../support/anthropic-stub.js';
+import {
+  CLAUDE_CODE_VERSION,
+  describeWire,
+  SERVER_NAME,
+  startClaudeInteractive,
+  type InteractiveSession,
+} from '../support/claude-code.js';
 import { getTask, TASKS } from '../support/mcp.js';
 
 const POLL_MS = 700;
@@ -83,7 +96,9 @@ describe(`Claude Code ${CLAUDE_CODE_VERSION} interactive (tmux) against 2 gatewa
   const explain = (from = 0) =>
     `screen:\n${cc.term.screen().replace(/\n\s*\n/g, '\n')}\ngateway requests:\n${describeWire(wire(from), TOKEN).join('\n')}\nmodel requests: ${cc.stub
       .mainRequests()
-      .map((r) => JSON.stringify(lastUserBlocks(r.body!).map((b) => (b.type === 'text' ? b.text.slice(0, 120) : b.type))))
+      .map((r) =>
+        JSON.stringify(lastUserBlocks(r.body!).map((b) => (b.type === 'text' ? b.text.slice(0, 120) : b.type))),
+      )
       .join('\n  ')}`;
   /** Runs a step of the interaction; a failure carries the screen and the wire. */
   const step = async <T>(from: number, p: Promise<T>): Promise<T> => {
@@ -111,9 +126,22 @@ describe(`Claude Code ${CLAUDE_CODE_VERSION} interactive (tmux) against 2 gatewa
   }
 
   before(async () => {
-    c = await startCluster({ gateways: 2, workers: 2, env: { MCP_TOOLSETS: 'demo', TASK_POLL_INTERVAL_MS: String(POLL_MS), DEMO_RESEARCH_PHASE_MS: String(RESEARCH_PHASE_MS), AUTH_API_KEYS: `alice:${TOKEN}` } });
+    c = await startCluster({
+      gateways: 2,
+      workers: 2,
+      env: {
+        MCP_TOOLSETS: 'demo',
+        TASK_POLL_INTERVAL_MS: String(POLL_MS),
+        DEMO_RESEARCH_PHASE_MS: String(RESEARCH_PHASE_MS),
+        AUTH_API_KEYS: `alice:${TOKEN}`,
+      },
+    });
     proxy = await startRoundRobinProxy(c.urls, { capture: true });
-    cc = await startClaudeInteractive({ script: Array.from({ length: 40 }, () => model), mcpUrl: proxy.url, token: TOKEN });
+    cc = await startClaudeInteractive({
+      script: Array.from({ length: 40 }, () => model),
+      mcpUrl: proxy.url,
+      token: TOKEN,
+    });
     // The prompt can be drawn before the MCP server is connected: wait for its tool list.
     await waitFor(() => proxy.log.find((e) => e.mcpMethod === 'tools/list' && e.endedAt), 20_000, 50, 'tools/list');
   });
@@ -125,12 +153,20 @@ describe(`Claude Code ${CLAUDE_CODE_VERSION} interactive (tmux) against 2 gatewa
 
   it('handshake: server/discover then tools/list, the Tasks extension declared, the bearer token expanded, User-Agent "(cli)"', () => {
     const w = wire();
-    assert.deepEqual(w.slice(0, 2).map((e) => e.mcpMethod), ['server/discover', 'tools/list'], explain());
+    assert.deepEqual(
+      w.slice(0, 2).map((e) => e.mcpMethod),
+      ['server/discover', 'tools/list'],
+      explain(),
+    );
     for (const e of w) {
       assert.equal(e.headers?.authorization, `Bearer ${TOKEN}`, explain());
-      assert.match(String(e.headers?.['user-agent']), /^claude-code\/2\.1\.328 \(cli\)/);
+      assert.match(String(e.headers?.['user-agent']), /^claude-code\/2\.1\.332 \(cli\)/);
       const caps = JSON.parse(e.body!).params._meta['io.modelcontextprotocol/clientCapabilities'];
-      assert.deepEqual(caps.extensions?.[TASKS], {}, `interactive Claude Code declares the Tasks extension: ${explain()}`);
+      assert.deepEqual(
+        caps.extensions?.[TASKS],
+        {},
+        `interactive Claude Code declares the Tasks extension: ${explain()}`,
+      );
     }
   });
 
@@ -142,7 +178,14 @@ describe(`Claude Code ${CLAUDE_CODE_VERSION} interactive (tmux) against 2 gatewa
       from = proxy.log.length;
       cc.prompt('Research solar sails for me.');
       // The dialog: a form with the audience as a radio list (clients.md §0.5).
-      await step(from, cc.term.waitScreen(/requests your input[\s\S]*Who is the report on "solar sails" for\?/, 20_000, 'the question dialog'));
+      await step(
+        from,
+        cc.term.waitScreen(
+          /requests your input[\s\S]*Who is the report on "solar sails" for\?/,
+          20_000,
+          'the question dialog',
+        ),
+      );
       // Ink re-subscribes its key handler after each render: a key sent the instant the screen
       // changed can be dropped, so each key waits for the screen to settle (SETTLE_MS).
       await sleep(SETTLE_MS);
@@ -157,28 +200,44 @@ describe(`Claude Code ${CLAUDE_CODE_VERSION} interactive (tmux) against 2 gatewa
       await sleep(SETTLE_MS);
       await step(from, pressUntilGone(['Enter'], /requests your input/, 'the dialog closed'));
       // The task finishes (its second phase) and Claude Code gives the model a notification turn.
-      const req = await step(from, waitFor(
-        () => cc.stub.mainRequests().find((r) => lastUserBlocks(r.body!).some((b) => b.type === 'text' && /<task-notification>/.test(b.text))),
-        30_000,
-        100,
-        'the task notification turn',
-      ));
+      const req = await step(
+        from,
+        waitFor(
+          () =>
+            cc.stub
+              .mainRequests()
+              .find((r) =>
+                lastUserBlocks(r.body!).some((b) => b.type === 'text' && /<task-notification>/.test(b.text)),
+              ),
+          30_000,
+          100,
+          'the task notification turn',
+        ),
+      );
       notice = req.body;
-      const created = wire(from).find((e) => e.mcpMethod === 'tools/call' && e.headers?.['mcp-name'] === 'deep_research');
+      const created = wire(from).find(
+        (e) => e.mcpMethod === 'tools/call' && e.headers?.['mcp-name'] === 'deep_research',
+      );
       taskId = created ? (capturedMessages(created).at(-1)?.result?.taskId ?? '') : '';
       console.log(`--- interactive deep_research (task ${taskId})\n${explain(from)}`);
     });
 
     it('tools/call answered with a task; the model is told it runs in the background', () => {
       assert.match(taskId, /^[0-9a-f-]{36}$/, explain(from));
-      const call = cc.stub.mainRequests().flatMap((r) => toolResults(r.body!)).find((b) => JSON.stringify(b.content).includes(`started server-side task ${taskId}`));
+      const call = cc.stub
+        .mainRequests()
+        .flatMap((r) => toolResults(r.body!))
+        .find((b) => JSON.stringify(b.content).includes(`started server-side task ${taskId}`));
       assert.ok(call, `Claude Code's own background message reaches the model: ${explain(from)}`);
     });
 
     it(`tasks/get every pollIntervalMs (${POLL_MS} ms), the answer sent with tasks/update, then polled to completion`, () => {
       const w = wire(from);
       const gets = w.filter((e) => e.mcpMethod === 'tasks/get');
-      assert.ok(gets.every((e) => e.headers?.['mcp-name'] === taskId && e.status === 200), explain(from));
+      assert.ok(
+        gets.every((e) => e.headers?.['mcp-name'] === taskId && e.status === 200),
+        explain(from),
+      );
       const update = w.find((e) => e.mcpMethod === 'tasks/update');
       assert.ok(update, explain(from));
       assert.equal(update.headers?.['mcp-name'], taskId);
@@ -187,11 +246,15 @@ describe(`Claude Code ${CLAUDE_CODE_VERSION} interactive (tmux) against 2 gatewa
       const asked = gets.map((e) => capturedMessages(e).at(-1)?.result).find((r) => r?.status === 'input_required');
       assert.ok(asked, explain(from));
       const key = Object.keys(asked.inputRequests)[0]!;
-      assert.deepEqual(JSON.parse(update.body!).params.inputResponses, { [key]: { action: 'accept', content: { audience: 'team' } } });
+      assert.deepEqual(JSON.parse(update.body!).params.inputResponses, {
+        [key]: { action: 'accept', content: { audience: 'team' } },
+      });
       // Cadence: the gaps between polls while nothing else happens (before the dialog was answered).
       const before = gets.filter((e) => e.at < update.at).map((e) => e.at);
       const gaps = before.slice(1).map((t, i) => t - before[i]!);
-      console.log(`tasks/get gaps before the answer (ms): ${gaps.join(', ')}; first poll ${before[0]! - w.find((e) => e.mcpMethod === 'tools/call')!.endedAt!} ms after the task handle`);
+      console.log(
+        `tasks/get gaps before the answer (ms): ${gaps.join(', ')}; first poll ${before[0]! - w.find((e) => e.mcpMethod === 'tools/call')!.endedAt!} ms after the task handle`,
+      );
       assert.ok(gaps.length >= 2, explain(from));
       assert.ok(Math.min(...gaps) >= POLL_MS - 50, `never faster than pollIntervalMs: ${gaps.join(', ')}`);
       const median = [...gaps].sort((a, b) => a - b)[Math.floor(gaps.length / 2)]!;
@@ -203,15 +266,28 @@ describe(`Claude Code ${CLAUDE_CODE_VERSION} interactive (tmux) against 2 gatewa
     });
 
     it('the screen shows the completion line', async () => {
-      await step(from, cc.term.waitScreen(new RegExp(`MCP task ${taskId} \\(tasks/deep_research\\) completed`), 5000, 'the completion line'));
+      await step(
+        from,
+        cc.term.waitScreen(
+          new RegExp(`MCP task ${taskId} \\(tasks/deep_research\\) completed`),
+          5000,
+          'the completion line',
+        ),
+      );
     });
 
-    it('the model\'s completion notice carries the report itself (topic, audience, summary)', () => {
-      const text = lastUserBlocks(notice!).map((b) => b.text ?? '').join('\n');
+    it("the model's completion notice carries the report itself (topic, audience, summary)", () => {
+      const text = lastUserBlocks(notice!)
+        .map((b) => b.text ?? '')
+        .join('\n');
       console.log(`completion notice the model received:\n${text}`);
       assert.match(text, new RegExp(taskId));
       assert.match(text, /<status>completed<\/status>/);
-      assert.match(text, /three sources agree on the main points of solar sails/, `the report must reach the model; it read:\n${text}`);
+      assert.match(
+        text,
+        /three sources agree on the main points of solar sails/,
+        `the report must reach the model; it read:\n${text}`,
+      );
     });
   });
 
@@ -222,12 +298,18 @@ describe(`Claude Code ${CLAUDE_CODE_VERSION} interactive (tmux) against 2 gatewa
     before(async () => {
       from = proxy.log.length;
       cc.prompt('Count down from 10.');
-      const created = await step(from, waitFor(
-        () => wire(from).find((e) => e.mcpMethod === 'tools/call' && e.headers?.['mcp-name'] === 'countdown' && e.endedAt),
-        20_000,
-        50,
-        'the countdown call',
-      ));
+      const created = await step(
+        from,
+        waitFor(
+          () =>
+            wire(from).find(
+              (e) => e.mcpMethod === 'tools/call' && e.headers?.['mcp-name'] === 'countdown' && e.endedAt,
+            ),
+          20_000,
+          50,
+          'the countdown call',
+        ),
+      );
       taskId = capturedMessages(created).at(-1)?.result?.taskId ?? '';
       await step(from, cc.term.waitScreen(/1 MCP task/, 10_000, 'the task footer'));
       await sleep(SETTLE_MS);
@@ -238,7 +320,10 @@ describe(`Claude Code ${CLAUDE_CODE_VERSION} interactive (tmux) against 2 gatewa
       await step(from, cc.term.waitScreen(/tasks\/countdown[\s\S]*x to stop/, 5000, 'the task panel'));
       await sleep(SETTLE_MS);
       await step(from, pressUntilGone(['x'], /x to stop/, 'the task view closed'));
-      await step(from, waitFor(() => wire(from).some((e) => e.mcpMethod === 'tasks/cancel'), 5000, 50, 'tasks/cancel'));
+      await step(
+        from,
+        waitFor(() => wire(from).some((e) => e.mcpMethod === 'tasks/cancel'), 5000, 50, 'tasks/cancel'),
+      );
       cancelledAt = wire(from).find((e) => e.mcpMethod === 'tasks/cancel')!.at;
       await sleep(POLL_MS * 3); // long enough to see any poll that should not happen
       console.log(`--- interactive countdown cancelled (task ${taskId})\n${explain(from)}`);
@@ -265,7 +350,11 @@ describe(`Claude Code ${CLAUDE_CODE_VERSION} interactive (tmux) against 2 gatewa
       // the cancel on a busy machine; a client that kept polling would poll again every
       // POLL_MS, i.e. at least twice more within the 3 × POLL_MS watched after the cancel.
       const late = wire(from).filter((e) => e.mcpMethod === 'tasks/get' && e.at > cancelledAt + POLL_MS / 2);
-      assert.deepEqual(late.map((e) => e.at - cancelledAt), [], `no tasks/get after the cancel: ${explain(from)}`);
+      assert.deepEqual(
+        late.map((e) => e.at - cancelledAt),
+        [],
+        `no tasks/get after the cancel: ${explain(from)}`,
+      );
       await step(from, cc.term.waitScreen(/No tasks currently running/, 5000, 'the empty task panel'));
     });
   });

@@ -1,5 +1,6 @@
+// @needs redis
 /**
- * The real Claude Code CLI (2.1.328, pinned in tools/claude-code/) as a client, in print mode
+ * The real Claude Code CLI (2.1.332, pinned in tools/claude-code/) as a client, in print mode
  * (`claude -p`), against two gateways and two workers behind the no-affinity round-robin proxy
  * (issue 7 §4). The model is the scripted loopback stub (support/anthropic-stub.ts); every
  * scenario asserts what the model received: the `tool_result` of the next Messages request.
@@ -31,9 +32,31 @@ import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import { startCluster, type Cluster } from '../support/cluster.js';
-import { capturedMessages, startRoundRobinProxy, type ProxyLogEntry, type RoundRobinProxy } from '../support/round-robin-proxy.js';
-import { toolExchanges, toolResults, toolResultText, type MessagesRequest, type Step, type ToolExchange, type Turn } from '../support/anthropic-stub.js';
-import { claudeCodeBinary, CLAUDE_CODE_VERSION, claudeMcpList, describeWire, runClaudePrint, SERVER_NAME, type ElicitationAnswer, type PrintRun } from '../support/claude-code.js';
+import {
+  capturedMessages,
+  startRoundRobinProxy,
+  type ProxyLogEntry,
+  type RoundRobinProxy,
+} from '../support/round-robin-proxy.js';
+import {
+  toolExchanges,
+  toolResults,
+  toolResultText,
+  type MessagesRequest,
+  type Step,
+  type ToolExchange,
+  type Turn,
+} from '../support/anthropic-stub.js';
+import {
+  claudeCodeBinary,
+  CLAUDE_CODE_VERSION,
+  claudeMcpList,
+  describeWire,
+  runClaudePrint,
+  SERVER_NAME,
+  type ElicitationAnswer,
+  type PrintRun,
+} from '../support/claude-code.js';
 import { getTask, rpc, TASKS } from '../support/mcp.js';
 
 const BUDGET_MS = 5000;
@@ -44,8 +67,13 @@ const UUID = /[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}/;
 
 const mcpTool = (name: string) => `mcp__${SERVER_NAME}__${name}`;
 /** The model loads deferred MCP tools through Claude Code's tool search (clients.md §0.12). */
-const load = (...names: string[]): Turn => ({ toolUse: { name: 'ToolSearch', input: { query: `select:${names.map(mcpTool).join(',')}`, max_results: 5 } } });
-const use = (name: string, input: Record<string, unknown>, delayMs?: number): Turn => ({ toolUse: { name: mcpTool(name), input }, ...(delayMs ? { delayMs } : {}) });
+const load = (...names: string[]): Turn => ({
+  toolUse: { name: 'ToolSearch', input: { query: `select:${names.map(mcpTool).join(',')}`, max_results: 5 } },
+});
+const use = (name: string, input: Record<string, unknown>, delayMs?: number): Turn => ({
+  toolUse: { name: mcpTool(name), input },
+  ...(delayMs ? { delayMs } : {}),
+});
 
 /** The text of the last tool_result in a request (what the model just read). */
 function lastResultText(req: MessagesRequest): string {
@@ -62,8 +90,13 @@ interface Scenario {
 
 /** A readable account of a run, for assertion messages and the test log. */
 function describeRun(s: Scenario): string {
-  const lines = [`exit ${s.run.code}${s.run.timedOut ? ' (timed out)' : ''} after ${s.run.durationMs} ms; stderr: ${s.run.stderr.slice(0, 500) || '(none)'}`];
-  for (const x of s.exchanges) lines.push(`model → ${x.name} ${JSON.stringify(x.input)}\n  model read${x.isError ? ' (is_error)' : ''}: ${x.text === undefined ? '(no tool_result)' : JSON.stringify(x.text).slice(0, 1500)}`);
+  const lines = [
+    `exit ${s.run.code}${s.run.timedOut ? ' (timed out)' : ''} after ${s.run.durationMs} ms; stderr: ${s.run.stderr.slice(0, 500) || '(none)'}`,
+  ];
+  for (const x of s.exchanges)
+    lines.push(
+      `model → ${x.name} ${JSON.stringify(x.input)}\n  model read${x.isError ? ' (is_error)' : ''}: ${x.text === undefined ? '(no tool_result)' : JSON.stringify(x.text).slice(0, 1500)}`,
+    );
   lines.push('gateway requests:', ...describeWire(s.wire, TOKEN));
   return lines.join('\n');
 }
@@ -74,7 +107,15 @@ describe(`Claude Code ${CLAUDE_CODE_VERSION} in print mode (-p) against 2 gatewa
 
   before(async () => {
     await claudeCodeBinary(); // installs tools/claude-code on first use
-    c = await startCluster({ gateways: 2, workers: 2, env: { MCP_TOOLSETS: 'demo', SYNC_BUDGET_MS_BY_TOOL: JSON.stringify({ countdown: BUDGET_MS }), AUTH_API_KEYS: `alice:${TOKEN},bob:${OTHER_TOKEN}` } });
+    c = await startCluster({
+      gateways: 2,
+      workers: 2,
+      env: {
+        MCP_TOOLSETS: 'demo',
+        SYNC_BUDGET_MS_BY_TOOL: JSON.stringify({ countdown: BUDGET_MS }),
+        AUTH_API_KEYS: `alice:${TOKEN},bob:${OTHER_TOKEN}`,
+      },
+    });
     proxy = await startRoundRobinProxy(c.urls, { capture: true });
   });
 
@@ -92,9 +133,20 @@ describe(`Claude Code ${CLAUDE_CODE_VERSION} in print mode (-p) against 2 gatewa
   });
 
   /** Runs the CLI with a script and returns it with the gateway requests of its time window. */
-  async function scenario(prompt: string, script: Step[], o: { elicitation?: ElicitationAnswer; timeoutMs?: number; token?: string } = {}): Promise<Scenario> {
+  async function scenario(
+    prompt: string,
+    script: Step[],
+    o: { elicitation?: ElicitationAnswer; timeoutMs?: number; token?: string } = {},
+  ): Promise<Scenario> {
     const from = proxy.log.length;
-    const run = await runClaudePrint({ prompt, script, mcpUrl: proxy.url, token: o.token ?? TOKEN, timeoutMs: o.timeoutMs ?? 90_000, ...(o.elicitation ? { elicitation: o.elicitation } : {}) });
+    const run = await runClaudePrint({
+      prompt,
+      script,
+      mcpUrl: proxy.url,
+      token: o.token ?? TOKEN,
+      timeoutMs: o.timeoutMs ?? 90_000,
+      ...(o.elicitation ? { elicitation: o.elicitation } : {}),
+    });
     const s = { run, wire: proxy.log.slice(from), exchanges: toolExchanges(run.mainRequests) };
     console.log(`--- claude -p "${prompt}"\n${describeRun(s)}`);
     return s;
@@ -112,8 +164,16 @@ describe(`Claude Code ${CLAUDE_CODE_VERSION} in print mode (-p) against 2 gatewa
     // Tool search loaded the deferred MCP tool: the next request offers it to the model.
     const search = s.exchanges[0]!;
     assert.equal(search.name, 'ToolSearch', why);
-    assert.deepEqual(search.result?.content, loaded.map((t) => ({ type: 'tool_reference', tool_name: mcpTool(t) })), why);
-    for (const t of loaded) assert.ok(s.run.mainRequests[1]?.body?.tools?.some((x) => x.name === mcpTool(t)), why);
+    assert.deepEqual(
+      search.result?.content,
+      loaded.map((t) => ({ type: 'tool_reference', tool_name: mcpTool(t) })),
+      why,
+    );
+    for (const t of loaded)
+      assert.ok(
+        s.run.mainRequests[1]?.body?.tools?.some((x) => x.name === mcpTool(t)),
+        why,
+      );
     const call = s.exchanges.find((x) => x.name === mcpTool(tool));
     assert.ok(call?.result, `the model received the ${tool} result: ${why}`);
     // The gateways' side: a fresh process handshakes (server/discover, tools/list; clients.md
@@ -125,9 +185,16 @@ describe(`Claude Code ${CLAUDE_CODE_VERSION} in print mode (-p) against 2 gatewa
     for (const e of s.wire) {
       assert.equal(e.method, 'POST', why);
       assert.equal(e.status, 200, why);
-      assert.equal(e.headers?.authorization, `Bearer ${TOKEN}`, `Authorization from .mcp.json with \${MCP_TASKS_TOKEN} expanded: ${why}`);
+      assert.equal(
+        e.headers?.authorization,
+        `Bearer ${TOKEN}`,
+        `Authorization from .mcp.json with \${MCP_TASKS_TOKEN} expanded: ${why}`,
+      );
       assert.equal(e.headers?.['mcp-protocol-version'], '2026-07-28');
-      assert.match(String(e.headers?.['user-agent']), new RegExp(`^claude-code/${CLAUDE_CODE_VERSION.replace(/\./g, '\\.')} \\(sdk-cli\\)`));
+      assert.match(
+        String(e.headers?.['user-agent']),
+        new RegExp(`^claude-code/${CLAUDE_CODE_VERSION.replace(/\./g, '\\.')} \\(sdk-cli\\)`),
+      );
       const body = JSON.parse(e.body!);
       assert.equal(e.headers?.['mcp-method'], body.method);
       const caps = body.params._meta['io.modelcontextprotocol/clientCapabilities'];
@@ -137,7 +204,10 @@ describe(`Claude Code ${CLAUDE_CODE_VERSION} in print mode (-p) against 2 gatewa
         assert.equal(e.headers?.['mcp-name'], body.params.name);
         assert.equal(body.params._meta.progressToken, body.id, 'progressToken = the JSON-RPC id (clients.md §0.4)');
         const ids = s.exchanges.filter((x) => x.name === mcpTool(body.params.name)).map((x) => x.id);
-        assert.ok(ids.includes(body.params._meta['claudecode/toolUseId']), `claudecode/toolUseId is the model's tool_use id: ${why}`);
+        assert.ok(
+          ids.includes(body.params._meta['claudecode/toolUseId']),
+          `claudecode/toolUseId is the model's tool_use id: ${why}`,
+        );
       }
     }
     // Both gateways served this run (no affinity).
@@ -148,7 +218,11 @@ describe(`Claude Code ${CLAUDE_CODE_VERSION} in print mode (-p) against 2 gatewa
   describe('(a) countdown {seconds: 3}: answered within its budget, with progress', () => {
     let s: Scenario;
     before(async () => {
-      s = await scenario('Count down from 3.', [load('countdown'), use('countdown', { seconds: 3 }), { text: 'The countdown finished.' }]);
+      s = await scenario('Count down from 3.', [
+        load('countdown'),
+        use('countdown', { seconds: 3 }),
+        { text: 'The countdown finished.' },
+      ]);
     });
 
     it('the CLI ran the script; the model received "Countdown from 3 finished." in the next request', () => {
@@ -158,13 +232,21 @@ describe(`Claude Code ${CLAUDE_CODE_VERSION} in print mode (-p) against 2 gatewa
       assert.ok(s.run.durationMs >= 3000, `the tool ran its 3 s: ${s.run.durationMs} ms`);
     });
 
-    it('the gateway streamed progress 1..3 of 3 on the call\'s progressToken, then the result', () => {
+    it("the gateway streamed progress 1..3 of 3 on the call's progressToken, then the result", () => {
       const calls = s.wire.filter((e) => e.mcpMethod === 'tools/call');
       assert.equal(calls.length, 1, describeRun(s));
       const token = JSON.parse(calls[0]!.body!).params._meta.progressToken;
       const msgs = capturedMessages(calls[0]!);
       const progress = msgs.filter((m) => m.method === 'notifications/progress').map((m) => m.params);
-      assert.deepEqual(progress.map((p) => [p.progressToken, p.progress, p.total]), [[token, 1, 3], [token, 2, 3], [token, 3, 3]], calls[0]!.response);
+      assert.deepEqual(
+        progress.map((p) => [p.progressToken, p.progress, p.total]),
+        [
+          [token, 1, 3],
+          [token, 2, 3],
+          [token, 3, 3],
+        ],
+        calls[0]!.response,
+      );
       assert.equal(msgs.at(-1)?.result?.content?.[0]?.text, 'Countdown from 3 finished.');
     });
   });
@@ -172,7 +254,11 @@ describe(`Claude Code ${CLAUDE_CODE_VERSION} in print mode (-p) against 2 gatewa
   describe('(b) deep_research: the question answered `cancel` (print mode, clients.md §0.7)', () => {
     let s: Scenario;
     before(async () => {
-      s = await scenario('Research solar sails.', [load('deep_research'), use('deep_research', { topic: 'solar sails' }), { text: 'It was cancelled.' }]);
+      s = await scenario('Research solar sails.', [
+        load('deep_research'),
+        use('deep_research', { topic: 'solar sails' }),
+        { text: 'It was cancelled.' },
+      ]);
     });
 
     it('one MRTR round: the retry carries inputResponses {action: "cancel"} and the echoed requestState', () => {
@@ -199,9 +285,13 @@ describe(`Claude Code ${CLAUDE_CODE_VERSION} in print mode (-p) against 2 gatewa
   describe('(b2) deep_research: the question answered "team" by an Elicitation hook', () => {
     let s: Scenario;
     before(async () => {
-      s = await scenario('Research solar sails for my team.', [load('deep_research'), use('deep_research', { topic: 'solar sails' }), { text: 'Here is the report.' }], {
-        elicitation: { action: 'accept', content: { audience: 'team' } },
-      });
+      s = await scenario(
+        'Research solar sails for my team.',
+        [load('deep_research'), use('deep_research', { topic: 'solar sails' }), { text: 'Here is the report.' }],
+        {
+          elicitation: { action: 'accept', content: { audience: 'team' } },
+        },
+      );
     });
 
     it('the hook got the form question; the retry carried the accepted answer', () => {
@@ -211,7 +301,10 @@ describe(`Claude Code ${CLAUDE_CODE_VERSION} in print mode (-p) against 2 gatewa
       assert.equal(q.mcp_server_name, SERVER_NAME);
       assert.equal(q.mode, 'form');
       assert.match(q.message, /solar sails/);
-      assert.deepEqual(q.requested_schema.properties.audience.oneOf.map((o: { const: string }) => o.const), ['team', 'company']);
+      assert.deepEqual(
+        q.requested_schema.properties.audience.oneOf.map((o: { const: string }) => o.const),
+        ['team', 'company'],
+      );
       const retry = JSON.parse(s.wire.filter((e) => e.mcpMethod === 'tools/call')[1]!.body!).params;
       assert.deepEqual(Object.values(retry.inputResponses), [{ action: 'accept', content: { audience: 'team' } }]);
     });
@@ -222,13 +315,21 @@ describe(`Claude Code ${CLAUDE_CODE_VERSION} in print mode (-p) against 2 gatewa
       assert.equal(call.isError, false);
       assert.match(call.text, /solar sails/);
       assert.match(call.text, /team/);
-      assert.match(call.text, /three sources agree on the main points of solar sails/, `the report's summary must reach the model; it read: ${JSON.stringify(call.text)}`);
+      assert.match(
+        call.text,
+        /three sources agree on the main points of solar sails/,
+        `the report's summary must reach the model; it read: ${JSON.stringify(call.text)}`,
+      );
     });
   });
 
   describe('(c) share_report (MRTR in the gateway)', () => {
     it('answered `cancel`: the model is told it was not shared', async () => {
-      const s = await scenario('Share the report to #research.', [load('share_report'), use('share_report', { channel: '#research' }), { text: 'Not shared.' }]);
+      const s = await scenario('Share the report to #research.', [
+        load('share_report'),
+        use('share_report', { channel: '#research' }),
+        { text: 'Not shared.' },
+      ]);
       const call = assertCompleted(s, 'share_report');
       const calls = s.wire.filter((e) => e.mcpMethod === 'tools/call');
       assert.equal(calls.length, 2, describeRun(s));
@@ -238,9 +339,13 @@ describe(`Claude Code ${CLAUDE_CODE_VERSION} in print mode (-p) against 2 gatewa
     });
 
     it('accepted with notify (Elicitation hook): the model is told it was shared to #research and the channel notified', async () => {
-      const s = await scenario('Share the report to #research and notify them.', [load('share_report'), use('share_report', { channel: '#research' }), { text: 'Shared.' }], {
-        elicitation: { action: 'accept', content: { notify: true } },
-      });
+      const s = await scenario(
+        'Share the report to #research and notify them.',
+        [load('share_report'), use('share_report', { channel: '#research' }), { text: 'Shared.' }],
+        {
+          elicitation: { action: 'accept', content: { notify: true } },
+        },
+      );
       const call = assertCompleted(s, 'share_report');
       assert.equal(s.run.elicitations.length, 1, describeRun(s));
       assert.match(s.run.elicitations[0]!.message, /#research/);
@@ -266,7 +371,15 @@ describe(`Claude Code ${CLAUDE_CODE_VERSION} in print mode (-p) against 2 gatewa
         if (/Countdown from 9 finished/.test(last)) return { text: 'The countdown finished.' };
         return use('task_status', { taskId }, 1000);
       };
-      s = await scenario('Count down from 9.', [load('countdown', 'task_status'), use('countdown', { seconds: 9 }), ...Array.from({ length: MAX_POLLS }, () => poll)], { timeoutMs: 60_000 });
+      s = await scenario(
+        'Count down from 9.',
+        [
+          load('countdown', 'task_status'),
+          use('countdown', { seconds: 9 }),
+          ...Array.from({ length: MAX_POLLS }, () => poll),
+        ],
+        { timeoutMs: 60_000 },
+      );
     });
 
     it('the CLI ran the loop to the end: the call handed off at the budget, task_status (on both gateways) returned the result to the model', () => {
@@ -288,7 +401,7 @@ describe(`Claude Code ${CLAUDE_CODE_VERSION} in print mode (-p) against 2 gatewa
       assert.equal(s.run.mainRequests.at(-1)?.served.kind, 'script');
     });
 
-    it('the gateways served Claude Code as principal key:alice (its bearer): the handed-off task is alice\'s, unknown to bob', async () => {
+    it("the gateways served Claude Code as principal key:alice (its bearer): the handed-off task is alice's, unknown to bob", async () => {
       assert.ok(taskId, describeRun(s));
       assert.equal(await c.redis.hget(`${c.prefix}:{t:${taskId}}:task`, 'owner'), 'key:alice');
       for (const url of c.urls) {
@@ -304,7 +417,11 @@ describe(`Claude Code ${CLAUDE_CODE_VERSION} in print mode (-p) against 2 gatewa
       const text = call?.text ?? '';
       assert.ok(taskId && text.includes(taskId), describeRun(s));
       assert.match(text, /task_status/, describeRun(s));
-      assert.match(text, /in the background|still running/i, `the model must read the hand-off sentence; it read: ${JSON.stringify(text)}`);
+      assert.match(
+        text,
+        /in the background|still running/i,
+        `the model must read the hand-off sentence; it read: ${JSON.stringify(text)}`,
+      );
     });
 
     it('while the task runs, task_status tells the model it is still working and to call task_status again', () => {
@@ -314,7 +431,11 @@ describe(`Claude Code ${CLAUDE_CODE_VERSION} in print mode (-p) against 2 gatewa
         assert.equal(w.isError, false, describeRun(s));
         assert.match(w.text!, /working/i, describeRun(s));
         assert.match(w.text!, /\d\/9 s/, 'the latest progress');
-        assert.match(w.text!, /task_status/, `the model must read when to check again; it read: ${JSON.stringify(w.text)}`);
+        assert.match(
+          w.text!,
+          /task_status/,
+          `the model must read when to check again; it read: ${JSON.stringify(w.text)}`,
+        );
       }
     });
   });
@@ -324,17 +445,35 @@ describe(`Claude Code ${CLAUDE_CODE_VERSION} in print mode (-p) against 2 gatewa
     let s: Scenario;
     let listed: { code: number | null; stdout: string; offLoopback: string[] };
     before(async () => {
-      s = await scenario('Count down from 1.', [load('countdown'), use('countdown', { seconds: 1 }), { text: 'The countdown tool is not available.' }], { token: WRONG });
+      s = await scenario(
+        'Count down from 1.',
+        [load('countdown'), use('countdown', { seconds: 1 }), { text: 'The countdown tool is not available.' }],
+        { token: WRONG },
+      );
       const from = proxy.log.length;
       listed = await claudeMcpList({ mcpUrl: proxy.url, token: WRONG });
-      console.log(`--- claude mcp list (wrong token): exit ${listed.code}\n${listed.stdout}\n${describeWire(proxy.log.slice(from), TOKEN).join('\n')}`);
+      console.log(
+        `--- claude mcp list (wrong token): exit ${listed.code}\n${listed.stdout}\n${describeWire(proxy.log.slice(from), TOKEN).join('\n')}`,
+      );
     });
 
     it('server/discover (no credentials needed) then tools/list refused 401 invalid_token on the other gateway; nothing more is sent', () => {
       const why = describeRun(s);
-      assert.deepEqual(s.wire.map((e) => [e.mcpMethod, e.status]), [['server/discover', 200], ['tools/list', 401]], why);
+      assert.deepEqual(
+        s.wire.map((e) => [e.mcpMethod, e.status]),
+        [
+          ['server/discover', 200],
+          ['tools/list', 401],
+        ],
+        why,
+      );
       assert.deepEqual(new Set(s.wire.map((e) => e.upstream)), new Set([0, 1]), why);
-      for (const e of s.wire) assert.equal(e.headers?.authorization, `Bearer ${WRONG}`, `the wrong token, expanded from the environment: ${why}`);
+      for (const e of s.wire)
+        assert.equal(
+          e.headers?.authorization,
+          `Bearer ${WRONG}`,
+          `the wrong token, expanded from the environment: ${why}`,
+        );
       const refusal = capturedMessages(s.wire[1]!).at(-1)!;
       assert.equal(refusal.error?.code, -32600, s.wire[1]!.response);
       assert.equal(refusal.error?.data?.error, 'invalid_token', s.wire[1]!.response);
@@ -345,13 +484,20 @@ describe(`Claude Code ${CLAUDE_CODE_VERSION} in print mode (-p) against 2 gatewa
       assert.equal(s.run.timedOut, false, why);
       assert.equal(s.run.code, 0, why);
       assert.deepEqual(s.run.scriptErrors, [], why);
-      assert.deepEqual(s.run.offLoopback, [], `nothing tried off loopback (no OAuth discovery elsewhere either): ${why}`);
+      assert.deepEqual(
+        s.run.offLoopback,
+        [],
+        `nothing tried off loopback (no OAuth discovery elsewhere either): ${why}`,
+      );
       assert.equal(s.exchanges[0]?.name, 'ToolSearch', why);
       assert.match(s.exchanges[0]?.text ?? '', /No matching deferred tools found/, why);
       const call = s.exchanges.find((x) => x.name === mcpTool('countdown'));
       assert.equal(call?.isError, true, why);
       assert.match(call?.text ?? '', /No such tool available: mcp__tasks__countdown/, why);
-      assert.ok(!s.run.mainRequests[1]?.body?.tools?.some((t) => t.name.startsWith(`mcp__${SERVER_NAME}__`)), `no tool of the server offered to the model: ${why}`);
+      assert.ok(
+        !s.run.mainRequests[1]?.body?.tools?.some((t) => t.name.startsWith(`mcp__${SERVER_NAME}__`)),
+        `no tool of the server offered to the model: ${why}`,
+      );
     });
 
     it('`claude mcp list` shows the server as "Needs authentication"', () => {

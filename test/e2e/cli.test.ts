@@ -1,3 +1,4 @@
+// @needs redis tmux
 /**
  * The terminal client `mcp-tasks` (apps/cli, issue 11 §2), built with tsc and run as
  * `node apps/cli/dist/main.js`, against two gateways and two workers behind a per-request
@@ -43,7 +44,11 @@ function runCli(args: string[], env: Record<string, string>, timeoutMs = 30_000)
     p.stderr.on('data', (c: Buffer) => (stderr += c.toString('utf8')));
     const timer = setTimeout(() => {
       p.kill('SIGKILL');
-      reject(new Error(`mcp-tasks ${args.join(' ')} did not end within ${timeoutMs} ms; stdout: ${stdout}; stderr: ${stderr}`));
+      reject(
+        new Error(
+          `mcp-tasks ${args.join(' ')} did not end within ${timeoutMs} ms; stdout: ${stdout}; stderr: ${stderr}`,
+        ),
+      );
     }, timeoutMs);
     p.on('exit', (code) => {
       clearTimeout(timer);
@@ -67,17 +72,28 @@ describe('mcp-tasks, the terminal client (issue 11 §2)', () => {
    * CLI, started by exec, gets the default disposition and installs its own handler.
    */
   const terminal = (args: string[]) => {
-    const t = startTerminal(['sh', '-c', `trap : INT; ${[process.execPath, CLI, ...args].map(shellQuote).join(' ')}; echo "[exit $?]"`], { cwd: ROOT, env, cols: 140, rows: 40 });
+    const t = startTerminal(
+      ['sh', '-c', `trap : INT; ${[process.execPath, CLI, ...args].map(shellQuote).join(' ')}; echo "[exit $?]"`],
+      { cwd: ROOT, env, cols: 140, rows: 40 },
+    );
     terminals.push(t);
     return t;
   };
   /** Proxy log entries from index `from` on. */
   const wire = (from = 0) => proxy.log.slice(from);
-  const explain = (from = 0) => wire(from).map((e: ProxyLogEntry) => `${e.mcpMethod ?? e.method} ${e.mcpName ?? ''} → ${e.status} via gateway ${e.upstream}`).join('\n');
+  const explain = (from = 0) =>
+    wire(from)
+      .map(
+        (e: ProxyLogEntry) => `${e.mcpMethod ?? e.method} ${e.mcpName ?? ''} → ${e.status} via gateway ${e.upstream}`,
+      )
+      .join('\n');
 
   before(async () => {
     // The CLI as shipped: compiled with tsc (a no-op when `npm run build` already ran).
-    execFileSync(process.execPath, [join(ROOT, 'node_modules', 'typescript', 'bin', 'tsc'), '-b', 'apps/cli'], { cwd: ROOT, stdio: 'inherit' });
+    execFileSync(process.execPath, [join(ROOT, 'node_modules', 'typescript', 'bin', 'tsc'), '-b', 'apps/cli'], {
+      cwd: ROOT,
+      stdio: 'inherit',
+    });
     dir = mkdtempSync(join(tmpdir(), 'mcp-tasks-cli-'));
     c = await startCluster({ gateways: 2, workers: 2, env: { AUTH_API_KEYS: `cli:${TOKEN}` } });
     proxy = await startRoundRobinProxy(c.urls, { capture: true });
@@ -101,7 +117,10 @@ describe('mcp-tasks, the terminal client (issue 11 §2)', () => {
     const offline = { PATH: env.PATH!, HOME: dir, MCP_TASKS_URL: 'http://127.0.0.1:9/mcp' };
     const version = await runCli(['--version'], offline);
     assert.equal(version.code, 0);
-    assert.equal(version.stdout.trim(), JSON.parse(readFileSync(join(ROOT, 'apps', 'cli', 'package.json'), 'utf8')).version);
+    assert.equal(
+      version.stdout.trim(),
+      JSON.parse(readFileSync(join(ROOT, 'apps', 'cli', 'package.json'), 'utf8')).version,
+    );
     const top = await runCli(['--help'], offline);
     assert.equal(top.code, 0, top.stderr);
     for (const cmd of COMMANDS) assert.match(top.stdout, new RegExp(`^  ${cmd}\\b`, 'm'), `the top help lists ${cmd}`);
@@ -124,7 +143,8 @@ describe('mcp-tasks, the terminal client (issue 11 §2)', () => {
     const from = proxy.log.length;
     const tools = await runCli(['tools'], env);
     assert.equal(tools.code, 0, tools.stderr);
-    for (const name of ['countdown', 'deep_research', 'share_report', 'add']) assert.match(tools.stdout, new RegExp(`^${name}\\s`, 'm'));
+    for (const name of ['countdown', 'deep_research', 'share_report', 'add'])
+      assert.match(tools.stdout, new RegExp(`^${name}\\s`, 'm'));
     // Task support comes from each tool's _meta["mcp-tasks/taskSupport"] (ToolRegistry.list).
     assert.match(tools.stdout, /^deep_research\s+optional\s/m);
     assert.match(tools.stdout, /^add\s+forbidden\s/m);
@@ -132,15 +152,26 @@ describe('mcp-tasks, the terminal client (issue 11 §2)', () => {
     assert.equal(list.headers?.authorization, `Bearer ${TOKEN}`);
     const meta = JSON.parse(list.body!).params._meta;
     assert.equal(meta['io.modelcontextprotocol/protocolVersion'], '2026-07-28');
-    assert.deepEqual(meta['io.modelcontextprotocol/clientCapabilities'], { elicitation: { form: {} }, extensions: { [TASKS]: {} } });
+    assert.deepEqual(meta['io.modelcontextprotocol/clientCapabilities'], {
+      elicitation: { form: {} },
+      extensions: { [TASKS]: {} },
+    });
   });
 
   it('call deep_research in a terminal: progress bar, the audience question answered through the prompt, the report (T-21, T-27, T-30)', async () => {
     const from = proxy.log.length;
     const t = terminal(['call', 'deep_research', '--arg', 'topic=tidal energy']);
     await t.waitScreen(/Task [0-9a-f-]{36} \(deep_research\) started/, 20_000, 'the task handle');
-    await t.waitScreen(/deep_research [░█]+ .*working .*Collecting sources on tidal energy/, 15_000, 'the progress bar with the status message');
-    await t.waitScreen(/Who is the report on "tidal energy" for\?[\s\S]*❯ My team[\s\S]*The whole company/, 20_000, 'the audience question as a select');
+    await t.waitScreen(
+      /deep_research [░█]+ .*working .*Collecting sources on tidal energy/,
+      15_000,
+      'the progress bar with the status message',
+    );
+    await t.waitScreen(
+      /Who is the report on "tidal energy" for\?[\s\S]*❯ My team[\s\S]*The whole company/,
+      20_000,
+      'the audience question as a select',
+    );
     t.keys(['Down']);
     await t.waitScreen(/❯ The whole company/, 5000, 'the second choice');
     t.keys(['Enter']);
@@ -163,13 +194,18 @@ describe('mcp-tasks, the terminal client (issue 11 §2)', () => {
       .map((e) => JSON.parse(e.response!).result)
       .find((r) => r?.status === 'input_required');
     const key = Object.keys(asked.inputRequests)[0]!;
-    assert.deepEqual(JSON.parse(update.body!).params.inputResponses, { [key]: { action: 'accept', content: { audience: 'company' } } });
+    assert.deepEqual(JSON.parse(update.body!).params.inputResponses, {
+      [key]: { action: 'accept', content: { audience: 'company' } },
+    });
     for (const e of w) {
       assert.equal(e.headers?.authorization, `Bearer ${TOKEN}`);
       assert.equal(e.headers?.['mcp-protocol-version'], '2026-07-28');
       assert.equal(e.status, 200, explain(from));
     }
-    assert.ok(w.filter((e) => e.mcpMethod === 'tasks/get').every((e) => e.mcpName === taskId), 'Mcp-Name carries the task id (T-42)');
+    assert.ok(
+      w.filter((e) => e.mcpMethod === 'tasks/get').every((e) => e.mcpName === taskId),
+      'Mcp-Name carries the task id (T-42)',
+    );
     assert.ok(new Set(w.map((e) => e.upstream)).size === 2, `requests spread over both gateways:\n${explain(from)}`);
     const done = await getTask(c.urls[0]!, taskId, { token: TOKEN });
     assert.equal(done.body.result?.status, 'completed');
@@ -210,7 +246,11 @@ describe('mcp-tasks, the terminal client (issue 11 §2)', () => {
     const taskId = /Task ([0-9a-f-]{36})/.exec(started)![1]!;
     await t.waitScreen(/countdown .*\d+% working .*\d\/10 s/, 15_000, 'progress');
     t.keys(['C-c']);
-    await t.waitScreen(/still running\. What now\?[\s\S]*Leave it running[\s\S]*Cancel the task/, 5000, 'the Ctrl-C menu');
+    await t.waitScreen(
+      /still running\. What now\?[\s\S]*Leave it running[\s\S]*Cancel the task/,
+      5000,
+      'the Ctrl-C menu',
+    );
     t.keys(['Down']);
     await t.waitScreen(/❯ Cancel the task/, 5000, 'Cancel selected');
     t.keys(['Enter']);
@@ -251,7 +291,10 @@ describe('mcp-tasks, the terminal client (issue 11 §2)', () => {
     const bin = join(dir, 'bin');
     const record = join(dir, 'notify-send.log');
     execFileSync('mkdir', ['-p', bin]);
-    writeFileSync(join(bin, 'notify-send'), `#!/bin/sh\n{ printf '%s\\037' "$@"; printf '\\n'; } >> ${shellQuote(record)}\n`);
+    writeFileSync(
+      join(bin, 'notify-send'),
+      `#!/bin/sh\n{ printf '%s\\037' "$@"; printf '\\n'; } >> ${shellQuote(record)}\n`,
+    );
     chmodSync(join(bin, 'notify-send'), 0o755);
     const created = await callTool(c.urls[0]!, 'countdown', { seconds: 3 }, { token: TOKEN });
     const taskId = String(created.body.result?.taskId);
@@ -261,7 +304,10 @@ describe('mcp-tasks, the terminal client (issue 11 §2)', () => {
     assert.equal(watch.code, 0, watch.stderr);
     assert.equal(watch.stdout.trim(), 'Countdown from 3 finished.');
     assert.ok(existsSync(record), `notify-send was not run; stderr: ${watch.stderr}`);
-    const calls = readFileSync(record, 'utf8').trim().split('\n').map((l) => l.split('\x1f').filter(Boolean));
+    const calls = readFileSync(record, 'utf8')
+      .trim()
+      .split('\n')
+      .map((l) => l.split('\x1f').filter(Boolean));
     assert.equal(calls.length, 1, JSON.stringify(calls));
     assert.equal(calls[0]![0], 'mcp-tasks: task completed');
     assert.equal(calls[0]![1], `Countdown from 3 finished. (task ${taskId})`);
@@ -279,11 +325,21 @@ describe('mcp-tasks, the terminal client (issue 11 §2)', () => {
   it('watch --notify where the desktop refuses (notify-send fails): the terminal bell instead', async () => {
     const bin = join(dir, 'bin-broken');
     execFileSync('mkdir', ['-p', bin]);
-    writeFileSync(join(bin, 'notify-send'), '#!/bin/sh\necho "Cannot autolaunch D-Bus without X11 $DISPLAY" >&2\nexit 1\n');
+    writeFileSync(
+      join(bin, 'notify-send'),
+      '#!/bin/sh\necho "Cannot autolaunch D-Bus without X11 $DISPLAY" >&2\nexit 1\n',
+    );
     chmodSync(join(bin, 'notify-send'), 0o755);
     const created = await callTool(c.urls[1]!, 'countdown', { seconds: 1 }, { token: TOKEN });
     const taskId = String(created.body.result?.taskId);
-    await pollTask(() => c.urls[0]!, taskId, (r) => r.status === 'completed', 15_000, 100, { token: TOKEN });
+    await pollTask(
+      () => c.urls[0]!,
+      taskId,
+      (r) => r.status === 'completed',
+      15_000,
+      100,
+      { token: TOKEN },
+    );
     const watch = await runCli(['watch', taskId, '--notify'], { ...env, PATH: `${bin}:${env.PATH}` });
     assert.equal(watch.code, 0, watch.stderr);
     assert.ok(watch.stderr.includes('\x07'), `a bell on stderr: ${JSON.stringify(watch.stderr)}`);
@@ -293,7 +349,12 @@ describe('mcp-tasks, the terminal client (issue 11 §2)', () => {
   it('get shows a task for people; an unknown id is an error (T-33)', async () => {
     const created = await callTool(c.urls[0]!, 'countdown', { seconds: 1 }, { token: TOKEN });
     const taskId = String(created.body.result?.taskId);
-    await waitFor(async () => (await getTask(c.urls[1]!, taskId, { token: TOKEN })).body.result?.status === 'completed', 15_000, 100, 'completed');
+    await waitFor(
+      async () => (await getTask(c.urls[1]!, taskId, { token: TOKEN })).body.result?.status === 'completed',
+      15_000,
+      100,
+      'completed',
+    );
     const get = await runCli(['get', taskId], env);
     assert.equal(get.code, 0, get.stderr);
     assert.match(get.stdout, new RegExp(`^${taskId}  completed$`, 'm'));

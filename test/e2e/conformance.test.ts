@@ -1,3 +1,4 @@
+// @needs redis
 /**
  * The official conformance suite (`@modelcontextprotocol/conformance@0.2.0-alpha.12`, run by
  * scripts/conformance.mjs on the Node 22 in tools/conformance) against two gateways and two
@@ -26,7 +27,14 @@ function post(url: string, headers: Record<string, string>, body: unknown): Prom
   const data = JSON.stringify(body);
   return new Promise((resolve, reject) => {
     const req = request(
-      { host: u.hostname, port: u.port, path: u.pathname, method: 'POST', setHost: false, headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(data), ...headers } },
+      {
+        host: u.hostname,
+        port: u.port,
+        path: u.pathname,
+        method: 'POST',
+        setHost: false,
+        headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(data), ...headers },
+      },
       (res) => {
         let text = '';
         res.setEncoding('utf8');
@@ -58,7 +66,9 @@ describe('round-robin proxy (test support)', () => {
       await new Promise<void>((r) => srv.listen(0, '127.0.0.1', () => r()));
       upstreams.push(srv);
     }
-    proxy = await startRoundRobinProxy(upstreams.map((s) => `http://127.0.0.1:${(s.address() as AddressInfo).port}/mcp`));
+    proxy = await startRoundRobinProxy(
+      upstreams.map((s) => `http://127.0.0.1:${(s.address() as AddressInfo).port}/mcp`),
+    );
   });
   after(async () => {
     await proxy?.close();
@@ -70,7 +80,8 @@ describe('round-robin proxy (test support)', () => {
 
   it('sends each request (even on one kept-alive client connection) to the next upstream', async () => {
     const seen: string[] = [];
-    for (let i = 0; i < 4; i++) seen.push(((await (await fetch(`${proxy.origin}/json`)).json()) as { from: string }).from);
+    for (let i = 0; i < 4; i++)
+      seen.push(((await (await fetch(`${proxy.origin}/json`)).json()) as { from: string }).from);
     assert.deepEqual(seen, ['A', 'B', 'A', 'B']);
   });
 
@@ -115,65 +126,97 @@ describe('official conformance suite, --requirements 2026-07-28 (50 scenarios), 
     await c?.stop();
   });
 
-  it('every scenario has checks and none fails, scored or not; tasks-status-notifications only as the suite skips it', { timeout: 300_000 }, async (t) => {
-    const lines: string[] = [];
-    // results/ is git-ignored; each scenario leaves its checks.json there, and cli.log the suite's output.
-    // The pid keeps two runs in one checkout (CI runs `npm test` twice at once, issue 9 §8) apart.
-    const out = join(ROOT, 'results', 'conformance', `e2e-${new Date().toISOString().replace(/[:.]/g, '-')}-${process.pid}`);
-    const r = await runRequirements({
-      url: proxy.url,
-      out,
-      killAfterMs: 240_000,
-      log: (line: string) => {
-        lines.push(line);
-        process.stderr.write(`${line}\n`);
-      },
-    });
-    for (const l of lines) for (const part of l.split('\n')) t.diagnostic(part);
-    t.diagnostic(`duration of the suite run: ${r.seconds.toFixed(1)} s; results in ${r.outDir}`);
-    t.diagnostic(`requests per gateway through the proxy: ${proxy.counts.join(' / ')}`);
-    const perMethod = new Map<string, number[]>();
-    for (const e of proxy.log) {
-      const k = e.mcpMethod ?? `${e.method} (no Mcp-Method)`;
-      if (!perMethod.has(k)) perMethod.set(k, proxy.counts.map(() => 0));
-      perMethod.get(k)![e.upstream]!++;
-    }
-    t.diagnostic(`per method and gateway: ${[...perMethod].map(([k, v]) => `${k} ${v.join('/')}`).join(', ')}`);
-
-    assert.equal(SCORED_2026_SCENARIOS.length, 37);
-    assert.equal(REQUIREMENTS_2026_SCENARIOS.length, 50);
-    assert.deepEqual(r.scenarios.map((s) => s.name), [...REQUIREMENTS_2026_SCENARIOS], 'exactly the 50 scenarios ran');
-    const failures = r.scenarios.flatMap((s) => s.failures.map((f) => `${s.name}:${f.id}: ${f.errorMessage}`));
-    assert.deepEqual(failures, [], 'failed conformance checks');
-    assert.equal(r.failed, 0);
-    assert.equal(r.exitCode, 0, 'the suite itself reports every scored scenario passed');
-    for (const s of r.scenarios) {
-      if (s.name === 'tasks-status-notifications') {
-        // Counts only because the suite skips it itself: one check, SKIPPED, with its own reason.
-        assert.equal(s.passed + s.failed + s.warnings + s.info, 0, `${s.name}: ran checks`);
-        assert.deepEqual(s.skippedChecks.map((k) => k.id), ['tasks-status-notifications']);
-        assert.match(s.skippedChecks[0]!.errorMessage, /harness needs a rewrite/);
-        continue;
+  it(
+    'every scenario has checks and none fails, scored or not; tasks-status-notifications only as the suite skips it',
+    { timeout: 300_000 },
+    async (t) => {
+      const lines: string[] = [];
+      // results/ is git-ignored; each scenario leaves its checks.json there, and cli.log the suite's output.
+      // The pid keeps two runs in one checkout (CI runs `npm test` twice at once, issue 9 §8) apart.
+      const out = join(
+        ROOT,
+        'results',
+        'conformance',
+        `e2e-${new Date().toISOString().replace(/[:.]/g, '-')}-${process.pid}`,
+      );
+      const r = await runRequirements({
+        url: proxy.url,
+        out,
+        killAfterMs: 240_000,
+        log: (line: string) => {
+          lines.push(line);
+          process.stderr.write(`${line}\n`);
+        },
+      });
+      for (const l of lines) for (const part of l.split('\n')) t.diagnostic(part);
+      t.diagnostic(`duration of the suite run: ${r.seconds.toFixed(1)} s; results in ${r.outDir}`);
+      t.diagnostic(`requests per gateway through the proxy: ${proxy.counts.join(' / ')}`);
+      const perMethod = new Map<string, number[]>();
+      for (const e of proxy.log) {
+        const k = e.mcpMethod ?? `${e.method} (no Mcp-Method)`;
+        if (!perMethod.has(k))
+          perMethod.set(
+            k,
+            proxy.counts.map(() => 0),
+          );
+        perMethod.get(k)![e.upstream]!++;
       }
-      assert.ok(s.passed > 0, `${s.name}: no check passed`);
-    }
-    assert.ok(r.ok);
-    // The suite really was spread over both gateways.
-    assert.ok(proxy.counts.every((n) => n > 50), `requests per gateway: ${proxy.counts.join(' / ')}`);
-    for (const m of ['tools/call', 'tasks/get', 'prompts/get', 'resources/read']) {
-      const ups = new Set(proxy.log.filter((e) => e.mcpMethod === m).map((e) => e.upstream));
-      assert.equal(ups.size, 2, `${m} reached both gateways`);
-    }
-  });
+      t.diagnostic(`per method and gateway: ${[...perMethod].map(([k, v]) => `${k} ${v.join('/')}`).join(', ')}`);
+
+      assert.equal(SCORED_2026_SCENARIOS.length, 37);
+      assert.equal(REQUIREMENTS_2026_SCENARIOS.length, 50);
+      assert.deepEqual(
+        r.scenarios.map((s) => s.name),
+        [...REQUIREMENTS_2026_SCENARIOS],
+        'exactly the 50 scenarios ran',
+      );
+      const failures = r.scenarios.flatMap((s) => s.failures.map((f) => `${s.name}:${f.id}: ${f.errorMessage}`));
+      assert.deepEqual(failures, [], 'failed conformance checks');
+      assert.equal(r.failed, 0);
+      assert.equal(r.exitCode, 0, 'the suite itself reports every scored scenario passed');
+      for (const s of r.scenarios) {
+        if (s.name === 'tasks-status-notifications') {
+          // Counts only because the suite skips it itself: one check, SKIPPED, with its own reason.
+          assert.equal(s.passed + s.failed + s.warnings + s.info, 0, `${s.name}: ran checks`);
+          assert.deepEqual(
+            s.skippedChecks.map((k) => k.id),
+            ['tasks-status-notifications'],
+          );
+          assert.match(s.skippedChecks[0]!.errorMessage, /harness needs a rewrite/);
+          continue;
+        }
+        assert.ok(s.passed > 0, `${s.name}: no check passed`);
+      }
+      assert.ok(r.ok);
+      // The suite really was spread over both gateways.
+      assert.ok(
+        proxy.counts.every((n) => n > 50),
+        `requests per gateway: ${proxy.counts.join(' / ')}`,
+      );
+      for (const m of ['tools/call', 'tasks/get', 'prompts/get', 'resources/read']) {
+        const ups = new Set(proxy.log.filter((e) => e.mcpMethod === m).map((e) => e.upstream));
+        assert.equal(ups.size, 2, `${m} reached both gateways`);
+      }
+    },
+  );
 
   it('dns-rebinding-protection holds on the Host check alone: a foreign Host without Origin is 403 through the proxy, a loopback one is served', async () => {
     const discover = {
       jsonrpc: '2.0',
       id: 1,
       method: 'server/discover',
-      params: { _meta: { 'io.modelcontextprotocol/protocolVersion': '2026-07-28', 'io.modelcontextprotocol/clientCapabilities': {} } },
+      params: {
+        _meta: {
+          'io.modelcontextprotocol/protocolVersion': '2026-07-28',
+          'io.modelcontextprotocol/clientCapabilities': {},
+        },
+      },
     };
-    const headers = { accept: 'application/json, text/event-stream', 'mcp-protocol-version': '2026-07-28', 'mcp-method': 'server/discover' };
+    const headers = {
+      accept: 'application/json, text/event-stream',
+      'mcp-protocol-version': '2026-07-28',
+      'mcp-method': 'server/discover',
+    };
     for (let i = 0; i < 2; i++) {
       // Two requests each: the proxy alternates, so both gateways answer.
       const foreign = await post(proxy.url, { ...headers, host: 'evil.example.com' }, discover);

@@ -1,3 +1,4 @@
+// @needs redis redis-server
 /**
  * The entry points as a person meets them (issue 11 §3):
  *  - `--help` and `--version` on the gateway, the worker and `npm start` answer at once and start
@@ -25,7 +26,12 @@ function run(which: keyof typeof ENTRY, args: string[], env: Record<string, stri
   const node = which === 'start' ? [] : ['--conditions=mcp-tasks-src', '--import', 'tsx'];
   const full: Record<string, string | undefined> = { ...process.env, ...env };
   for (const [k, v] of Object.entries(env)) if (v === undefined) delete full[k];
-  const r = spawnSync(process.execPath, [...node, ...ENTRY[which], ...args], { cwd: ROOT, env: full as NodeJS.ProcessEnv, encoding: 'utf8', timeout: 30_000 });
+  const r = spawnSync(process.execPath, [...node, ...ENTRY[which], ...args], {
+    cwd: ROOT,
+    env: full as NodeJS.ProcessEnv,
+    encoding: 'utf8',
+    timeout: 30_000,
+  });
   return { code: r.status, stdout: r.stdout, stderr: r.stderr };
 }
 
@@ -47,13 +53,18 @@ describe('--help and --version start nothing', () => {
     it(`${which}: --help and -h print the usage and the main variables; --version and -v the version; exit 0`, async () => {
       const port = await freePort();
       // start: without REDIS_URL it would look at LOCAL_REDIS_PORT, which is the counting socket too.
-      const env = { REDIS_URL: which === 'start' ? undefined : `redis://127.0.0.1:${redisPort}`, LOCAL_REDIS_PORT: String(redisPort), PORT: String(port) };
+      const env = {
+        REDIS_URL: which === 'start' ? undefined : `redis://127.0.0.1:${redisPort}`,
+        LOCAL_REDIS_PORT: String(redisPort),
+        PORT: String(port),
+      };
       for (const flag of ['--help', '-h']) {
         const r = run(which, [flag], env);
         assert.equal(r.code, 0, r.stderr);
         assert.equal(r.stderr, '');
         assert.match(r.stdout, which === 'start' ? /^Usage: npm start/ : new RegExp(`^Usage: npm run ${which}`));
-        for (const v of ['REDIS_URL', 'MCP_TOOL_MODULES', '.env.example', '--version']) assert.ok(r.stdout.includes(v), `${which} --help names ${v}`);
+        for (const v of ['REDIS_URL', 'MCP_TOOL_MODULES', '.env.example', '--version'])
+          assert.ok(r.stdout.includes(v), `${which} --help names ${v}`);
         if (which === 'start') assert.match(r.stdout, /LOCAL_REDIS_PORT/);
         if (which === 'gateway') assert.match(r.stdout, /AUTH_API_KEYS/);
       }
@@ -65,17 +76,26 @@ describe('--help and --version start nothing', () => {
       const bad = run(which, ['--frobnicate'], env);
       assert.equal(bad.code, 2);
       assert.equal(bad.stdout, '');
-      assert.equal(bad.stderr, `${which}: Unknown option '--frobnicate' (the configuration comes from the environment; try --help)\n`);
+      assert.equal(
+        bad.stderr,
+        `${which}: Unknown option '--frobnicate' (the configuration comes from the environment; try --help)\n`,
+      );
       assert.equal(connections, 0, 'nothing connected to Redis');
       // The port is still free: nothing listened on it.
       await new Promise<void>((resolve, reject) => {
-        const s = createServer().once('error', reject).listen(port, '127.0.0.1', () => s.close(() => resolve()));
+        const s = createServer()
+          .once('error', reject)
+          .listen(port, '127.0.0.1', () => s.close(() => resolve()));
       });
     });
   }
 
   it('--help does not need a valid configuration', () => {
-    const r = run('gateway', ['--help'], { PORT: 'not-a-port', MCP_TOOLSETS: 'nope', MCP_TOOL_MODULES: './no/such.mjs' });
+    const r = run('gateway', ['--help'], {
+      PORT: 'not-a-port',
+      MCP_TOOLSETS: 'nope',
+      MCP_TOOL_MODULES: './no/such.mjs',
+    });
     assert.equal(r.code, 0, r.stderr);
   });
 });
@@ -89,7 +109,11 @@ describe('start-up lines name what the process uses', () => {
     redis = await startRedis(['--user', 'svc', 'on', `>${SECRET}`, '~*', '&*', '+@all']);
     c = await startCluster({
       redisUrl: `redis://svc:${SECRET}@127.0.0.1:${redis.port}/0`,
-      env: { MCP_TOOLSETS: 'demo,testing', MCP_TOOL_MODULES: './examples/tools', AUTH_API_KEYS: 'ci:ci-api-key-0123456789abcdef,ops:ops-api-key-0123456789abcdef' },
+      env: {
+        MCP_TOOLSETS: 'demo,testing',
+        MCP_TOOL_MODULES: './examples/tools',
+        AUTH_API_KEYS: 'ci:ci-api-key-0123456789abcdef,ops:ops-api-key-0123456789abcdef',
+      },
     });
   });
   after(async () => {
@@ -113,7 +137,8 @@ describe('start-up lines name what the process uses', () => {
     const list = await rpc(c.urls[0]!, 'tools/list', {}, { token: 'ci-api-key-0123456789abcdef' });
     assert.ok((list.body.result!.tools as { name: string }[]).some((t) => t.name === 'release_notes'));
     for (const p of [...c.gateways, ...c.workers]) {
-      for (const l of p.logs) assert.ok(!JSON.stringify(l).includes(SECRET), `no line carries the password: ${JSON.stringify(l)}`);
+      for (const l of p.logs)
+        assert.ok(!JSON.stringify(l).includes(SECRET), `no line carries the password: ${JSON.stringify(l)}`);
     }
   });
 

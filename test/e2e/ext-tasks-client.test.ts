@@ -1,3 +1,4 @@
+// @needs redis
 /**
  * End to end with a client nobody here wrote: the official Tasks requester
  * `@modelcontextprotocol/ext-tasks` (0.2.2, through test/support/ext-tasks-client.ts) against
@@ -12,7 +13,12 @@ import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import { resultFromTaskOutcome, TaskFailedError } from '@modelcontextprotocol/ext-tasks/client';
 import { startCluster, type Cluster } from '../support/cluster.js';
-import { callToolToOutcome, openExtTasksSession, type ExtTasksSession, type InputRequestForAnswer } from '../support/ext-tasks-client.js';
+import {
+  callToolToOutcome,
+  openExtTasksSession,
+  type ExtTasksSession,
+  type InputRequestForAnswer,
+} from '../support/ext-tasks-client.js';
 import { callTool, getTask, pollTask, roundRobin } from '../support/mcp.js';
 
 const KEY = `ext-tasks-${randomBytes(16).toString('hex')}`;
@@ -59,12 +65,17 @@ describe('official ext-tasks requester across two gateways and two workers', () 
       audience: (req) => {
         assert.equal(req.method, 'elicitation/create');
         assert.equal(req.scope, 'task');
-        assert.deepEqual(req.params.requestedSchema.properties.audience.oneOf.map((o: any) => o.const), ['team', 'company']);
+        assert.deepEqual(
+          req.params.requestedSchema.properties.audience.oneOf.map((o: any) => o.const),
+          ['team', 'company'],
+        );
         return { action: 'accept', content: { audience: 'team' } };
       },
     };
     const inputsBefore = s.inputLog.length;
-    const { value: out, entries } = await logged(() => callToolToOutcome(s.session, 'deep_research', { topic: 'tidal energy' }));
+    const { value: out, entries } = await logged(() =>
+      callToolToOutcome(s.session, 'deep_research', { topic: 'tidal energy' }),
+    );
     assert.equal(out.kind, 'task');
     assert.equal(out.outcome.status, 'completed', JSON.stringify(out.outcome));
     const text = textOf(out.result);
@@ -75,7 +86,10 @@ describe('official ext-tasks requester across two gateways and two workers', () 
 
     // Exactly one question, asked once, scoped to the task (T-23: de-duplicated across polls).
     const asked = s.inputLog.slice(inputsBefore);
-    assert.deepEqual(asked.map((r) => [r.key.replace(/\.\d+$/, ''), r.scope, r.taskId]), [['audience', 'task', out.taskId]]);
+    assert.deepEqual(
+      asked.map((r) => [r.key.replace(/\.\d+$/, ''), r.scope, r.taskId]),
+      [['audience', 'task', out.taskId]],
+    );
 
     // The statuses the library observed went working → input_required → working → completed.
     const order = out.tasks.map((t) => t.status).filter((st, i, a) => st !== a[i - 1]);
@@ -93,20 +107,32 @@ describe('official ext-tasks requester across two gateways and two workers', () 
       assert.equal(e.status, 200, JSON.stringify(e));
       if (e.method.startsWith('tasks/')) assert.equal(e.mcpName, out.taskId);
     }
-    for (let i = 1; i < entries.length; i++) assert.notEqual(entries[i]!.url, entries[i - 1]!.url, 'consecutive requests on different gateways');
+    for (let i = 1; i < entries.length; i++)
+      assert.notEqual(entries[i]!.url, entries[i - 1]!.url, 'consecutive requests on different gateways');
     // Both task methods were seen by both gateways over the session so far (update on one, polls on both).
     const byGateway = c.urls.map((u) => new Set(entries.filter((e) => e.url === u).map((e) => e.method)));
-    assert.ok(byGateway.every((m) => m.has('tasks/get')), JSON.stringify(entries));
+    assert.ok(
+      byGateway.every((m) => m.has('tasks/get')),
+      JSON.stringify(entries),
+    );
     assert.ok(byGateway.some((m) => m.has('tasks/update')));
     // The gateway that got the update logged applying it.
     const updGw = c.gateways[c.urls.indexOf(updates[0]!.url)]!;
-    assert.ok(updGw.logs.some((l) => l.msg === 'task.updated' && l.taskId === out.taskId && l.outcome === 'resumed'), 'task.updated logged by the gateway that got tasks/update');
+    assert.ok(
+      updGw.logs.some((l) => l.msg === 'task.updated' && l.taskId === out.taskId && l.outcome === 'resumed'),
+      'task.updated logged by the gateway that got tasks/update',
+    );
   });
 
   it('countdown: execution.cancel() acks, and the server-side task really reaches cancelled (T-36)', async () => {
     answers = {};
     const { value: out, entries } = await logged(() =>
-      callToolToOutcome(s.session, 'countdown', { seconds: 10 }, { cancelWhen: (t) => t.status === 'working' && /1\/10/.test(t.statusMessage ?? '') }),
+      callToolToOutcome(
+        s.session,
+        'countdown',
+        { seconds: 10 },
+        { cancelWhen: (t) => t.status === 'working' && /1\/10/.test(t.statusMessage ?? '') },
+      ),
     );
     assert.equal(out.kind, 'task');
     assert.ok(out.cancelRequested);
@@ -200,7 +226,10 @@ describe('official ext-tasks requester across two gateways and two workers', () 
     assert.match(textOf(out.result), /Grace/);
     // Two tools/call (round 1 → input_required, round 2 → CreateTaskResult) before any tasks/*.
     const firstTaskMethod = entries.findIndex((e) => e.method.startsWith('tasks/'));
-    assert.deepEqual(entries.slice(0, firstTaskMethod).map((e) => e.method), ['tools/call', 'tools/call']);
+    assert.deepEqual(
+      entries.slice(0, firstTaskMethod).map((e) => e.method),
+      ['tools/call', 'tools/call'],
+    );
     assert.notEqual(entries[0]!.url, entries[1]!.url, 'the MRTR retry went to the other gateway');
     assert.ok(!entries.some((e) => e.method === 'tasks/update'), 'no task input was needed');
   });
@@ -212,14 +241,20 @@ describe('official ext-tasks requester across two gateways and two workers', () 
     assert.equal(out.taskId, undefined);
     assert.equal(out.outcome.status, 'completed');
     assert.equal(textOf(out.result), 'Hello, ext-tasks!');
-    assert.deepEqual(entries.map((e) => e.method), ['tools/call']);
+    assert.deepEqual(
+      entries.map((e) => e.method),
+      ['tools/call'],
+    );
   });
 
   it('the library reported no background errors', () => {
-    assert.deepEqual(s.errors.map((e) => e.message), []);
+    assert.deepEqual(
+      s.errors.map((e) => e.message),
+      [],
+    );
   });
 
-  it('authentication was on: every task above belongs to the key\'s principal, and the same call without the key is 401 on both gateways', async () => {
+  it("authentication was on: every task above belongs to the key's principal, and the same call without the key is 401 on both gateways", async () => {
     const created = c.gateways.flatMap((g) => g.logs.filter((l) => l.msg === 'task.created'));
     assert.ok(created.length >= 6, `tasks created: ${created.length}`);
     assert.deepEqual([...new Set(created.map((l) => l.principal))], [PRINCIPAL]);

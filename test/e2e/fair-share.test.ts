@@ -1,3 +1,4 @@
+// @needs redis
 /**
  * Fair share of worker slots (issue 10 §4, case N-08; docs/architecture.md "Fair share of
  * workers"): one principal's backlog must not delay another principal's work.
@@ -35,7 +36,11 @@ async function submit(owner: string, fair: boolean): Promise<string> {
   const now = Date.now();
   const r = await store.reserveOutstanding(owner, taskId, 2000, now + TTL_MS, now);
   assert.ok(r.ok, `reservation refused for ${owner}: ${JSON.stringify(r)}`);
-  await store.create({ owner, tool: 'slow_echo', args: { seconds: 1, quiet: true }, mode: 'task', ttlMs: TTL_MS, pollIntervalMs: 1000 }, taskId, now);
+  await store.create(
+    { owner, tool: 'slow_echo', args: { seconds: 1, quiet: true }, mode: 'task', ttlMs: TTL_MS, pollIntervalMs: 1000 },
+    taskId,
+    now,
+  );
   await queues.enqueueStep(taskId, 1, fair ? { priority: r.count } : {});
   return taskId;
 }
@@ -44,12 +49,14 @@ async function submit(owner: string, fair: boolean): Promise<string> {
 async function times<R>(n: number, limit: number, fn: (i: number) => Promise<R>): Promise<R[]> {
   const out = new Array<R>(n);
   let next = 0;
-  await Promise.all(Array.from({ length: limit }, async () => {
-    while (next < n) {
-      const i = next++;
-      out[i] = await fn(i);
-    }
-  }));
+  await Promise.all(
+    Array.from({ length: limit }, async () => {
+      while (next < n) {
+        const i = next++;
+        out[i] = await fn(i);
+      }
+    }),
+  );
   return out;
 }
 
@@ -77,7 +84,10 @@ async function drained(ids: string[], timeoutMs: number): Promise<void> {
 }
 
 /** A's backlog, then B's task: how long B waited between its enqueue and its claim (ms). */
-async function scenario(fair: boolean, tag: string): Promise<{ waitedMs: number; backlogIds: string[]; a: string; b: string }> {
+async function scenario(
+  fair: boolean,
+  tag: string,
+): Promise<{ waitedMs: number; backlogIds: string[]; a: string; b: string }> {
   const a = `key:a-${tag}`;
   const b = `key:b-${tag}`;
   const backlogIds = await times(BACKLOG, 50, () => submit(a, fair));
@@ -101,7 +111,7 @@ after(async () => {
 });
 
 describe('fair share of worker slots (issue 10 §4, N-08)', () => {
-  it('B\'s 1-second task starts within 2 s behind A\'s 1,000 queued 1-second tasks; the workers release every finished task', async (t) => {
+  it("B's 1-second task starts within 2 s behind A's 1,000 queued 1-second tasks; the workers release every finished task", async (t) => {
     const r = await scenario(true, 'fair');
     t.diagnostic(`with priorities: B waited ${r.waitedMs} ms`);
     assert.ok(r.waitedMs < 2000, `B waited ${r.waitedMs} ms behind A's backlog`);
@@ -109,11 +119,16 @@ describe('fair share of worker slots (issue 10 §4, N-08)', () => {
     // Every step ended through the worker, which released its slot: nothing counts any more.
     // The release is the worker's next command after the terminal write, so it can trail the
     // record a reader sees as finished (it did, with npm test run twice at once): wait for it.
-    await waitFor(async () => (await store.outstandingCount(r.a)) === 0, 15_000, 100, 'A holds no outstanding task after its backlog finished');
+    await waitFor(
+      async () => (await store.outstandingCount(r.a)) === 0,
+      15_000,
+      100,
+      'A holds no outstanding task after its backlog finished',
+    );
     await waitFor(async () => (await store.outstandingCount(r.b)) === 0, 15_000, 100, 'B holds no outstanding task');
   });
 
-  it('control: without priorities (plain FIFO) the same B waits for A\'s backlog', async (t) => {
+  it("control: without priorities (plain FIFO) the same B waits for A's backlog", async (t) => {
     const r = await scenario(false, 'fifo');
     t.diagnostic(`without priorities: B waited ${r.waitedMs} ms`);
     // 1,000 one-second steps on 100 slots: B cannot start before ~9 s of A's work has passed.
@@ -127,11 +142,15 @@ describe('fair share through the gateways (issue 10 §4): the whole creation pat
   const B = 'fair-b-key-0123456789abcdef';
   let g: Cluster;
   before(async () => {
-    g = await startCluster({ gateways: 2, workers: 2, env: { AUTH_API_KEYS: `a:${A},b:${B}`, MAX_OUTSTANDING_TASKS: '2000' } });
+    g = await startCluster({
+      gateways: 2,
+      workers: 2,
+      env: { AUTH_API_KEYS: `a:${A},b:${B}`, MAX_OUTSTANDING_TASKS: '2000' },
+    });
   });
   after(async () => g?.stop());
 
-  it('A creates 1,000 five-second tasks through two gateways; B\'s task is the next to start, before every A task still queued', async (t) => {
+  it("A creates 1,000 five-second tasks through two gateways; B's task is the next to start, before every A task still queued", async (t) => {
     const urls = g.urls;
     // A's tasks take 5 s, so the workers drain at most (slots / 5) per second: the backlog
     // outlives its creation even when creating is slow. With 1-second tasks and the suite run
@@ -144,10 +163,13 @@ describe('fair share through the gateways (issue 10 §4): the whole creation pat
     });
     const jobs = `${g.prefix}:{jobs}:tools`;
     const sent = Date.now();
-    const bTask = (await callTool(urls[1]!, 'slow_echo', { seconds: 1, quiet: true }, { token: B })).body.result!.taskId as string;
+    const bTask = (await callTool(urls[1]!, 'slow_echo', { seconds: 1, quiet: true }, { token: B })).body.result!
+      .taskId as string;
     // B's job is in the queue once its handle is back (D4): every A job still waiting now
     // queued behind B's, whatever their order.
-    const waitingA = (await g.redis.zrange(`${jobs}:prioritized`, '0', '-1')).filter((id) => id !== stepJobId(bTask, 1));
+    const waitingA = (await g.redis.zrange(`${jobs}:prioritized`, '0', '-1')).filter(
+      (id) => id !== stepJobId(bTask, 1),
+    );
     const key = `${g.prefix}:{t:${bTask}}:task`;
     let started = 0;
     for (const end = Date.now() + 60_000; Date.now() < end; await sleep(10)) {
@@ -156,15 +178,19 @@ describe('fair share through the gateways (issue 10 §4): the whole creation pat
         break;
       }
     }
-    assert.ok(started, 'B\'s task started');
+    assert.ok(started, "B's task started");
     // Which of those started first, by BullMQ's own processedOn (set when a worker takes the
     // job). How long B waits is not the measure: A's tasks started in waves as they were
     // created, so the next free slot can be up to one 5-second task away (3.7 s was seen); with
     // fair share B takes that slot, whenever it comes.
     const bStart = Number(await g.redis.hget(`${jobs}:${stepJobId(bTask, 1)}`, 'processedOn'));
-    const aStarts = await Promise.all(waitingA.map(async (id) => Number((await g.redis.hget(`${jobs}:${id}`, 'processedOn')) ?? 0)));
+    const aStarts = await Promise.all(
+      waitingA.map(async (id) => Number((await g.redis.hget(`${jobs}:${id}`, 'processedOn')) ?? 0)),
+    );
     const overtook = aStarts.filter((at) => at > 0 && at < bStart).length;
-    t.diagnostic(`through the gateways: B's task started ${started - sent} ms after its tools/call was sent; of the ${waitingA.length} A tasks queued then, ${overtook} started before it`);
+    t.diagnostic(
+      `through the gateways: B's task started ${started - sent} ms after its tools/call was sent; of the ${waitingA.length} A tasks queued then, ${overtook} started before it`,
+    );
     assert.ok(waitingA.length > 100, `A's backlog was queued when B's task was (${waitingA.length} jobs)`);
     // Workers stamp processedOn from their own clock before their script runs: a job another
     // slot took in the same moment as B's can carry an earlier stamp. A few, never a share of the backlog.

@@ -1,3 +1,4 @@
+// @needs redis
 /**
  * End to end, real processes: two gateways and two workers. Every request goes to a different
  * gateway than the one before (D7). Drives `deep_research` through working → input_required →
@@ -25,7 +26,8 @@ describe('task flow across two gateways and two workers', () => {
     assert.equal(handle.status, 'working');
     assert.equal(handle.pollIntervalMs, 500);
     assert.ok(Number.isInteger(handle.ttlMs) && handle.ttlMs > 0);
-    for (const k of ['result', 'error', 'inputRequests', 'task', 'requestState']) assert.ok(!(k in handle), `CreateTaskResult must not carry ${k}`);
+    for (const k of ['result', 'error', 'inputRequests', 'task', 'requestState'])
+      assert.ok(!(k in handle), `CreateTaskResult must not carry ${k}`);
     const taskId = handle.taskId as string;
 
     const first = await getTask(next(), taskId); // T-15: readable at once on the other gateway
@@ -38,21 +40,34 @@ describe('task flow across two gateways and two workers', () => {
     assert.equal(keys.length, 1);
     const req = parked.inputRequests[keys[0]!];
     assert.equal(req.method, 'elicitation/create');
-    assert.deepEqual(req.params.requestedSchema.properties.audience.oneOf.map((o: any) => o.const), ['team', 'company']);
+    assert.deepEqual(
+      req.params.requestedSchema.properties.audience.oneOf.map((o: any) => o.const),
+      ['team', 'company'],
+    );
     assert.ok(parked.statusMessage);
 
     // The same request reappears on every poll until answered (T-21).
     const again = await getTask(next(), taskId);
     assert.deepEqual(Object.keys(again.body.result!.inputRequests), keys);
 
-    const upd = await updateTask(next(), taskId, { [keys[0]!]: { action: 'accept', content: { audience: 'company' } } });
-    assert.deepEqual(Object.keys(upd.body.result!).filter((k) => k !== '_meta'), ['resultType']);
+    const upd = await updateTask(next(), taskId, {
+      [keys[0]!]: { action: 'accept', content: { audience: 'company' } },
+    });
+    assert.deepEqual(
+      Object.keys(upd.body.result!).filter((k) => k !== '_meta'),
+      ['resultType'],
+    );
     assert.equal(upd.body.result!.resultType, 'complete'); // T-30
 
     const resumed = await getTask(next(), taskId); // applied before the ack: never input_required again
     assert.equal(resumed.body.result!.status, 'working');
 
-    const done = await pollTask(next, taskId, (t) => (seen.push(t.status), t.status === 'completed' || t.status === 'failed'), 30_000);
+    const done = await pollTask(
+      next,
+      taskId,
+      (t) => (seen.push(t.status), t.status === 'completed' || t.status === 'failed'),
+      30_000,
+    );
     assert.equal(done.status, 'completed', JSON.stringify(done));
     assert.equal(done.result.resultType, 'complete');
     assert.match(done.result.content[0].text, /tidal energy/);

@@ -1,3 +1,4 @@
+// @needs redis-server
 /**
  * Two commands on a fresh machine (issue 11 §6). The shared Redis on 6379 is never touched:
  * LOCAL_REDIS_PORT points `npm start` and `npm test` at an unused port instead.
@@ -7,8 +8,10 @@
  *    last;
  *  - a Redis already answering there is used, and none is started;
  *  - without redis-server on PATH: one line with the install commands, exit 1;
- *  - `npm test` checks redis-server, nginx and tmux before running anything (one line per
- *    missing piece), and with no Redis on the port runs the tests on a throwaway one.
+ *  - `npm test` checks what the selected files need (their `// @needs` line: redis-server,
+ *    nginx, tmux, a Redis) before running anything, one line per missing piece naming the files;
+ *    a unit test needs none of them; with no Redis on the port, files that need one run on a
+ *    throwaway one.
  */
 import { after, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
@@ -70,7 +73,12 @@ const START_SCRIPT = 'node scripts/start.mjs';
  * timeout now.)
  */
 function npmStart(env: NodeJS.ProcessEnv): Started {
-  const proc = spawn(process.execPath, [join(ROOT, 'scripts', 'start.mjs')], { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'], detached: true });
+  const proc = spawn(process.execPath, [join(ROOT, 'scripts', 'start.mjs')], {
+    cwd: ROOT,
+    env,
+    stdio: ['ignore', 'pipe', 'pipe'],
+    detached: true,
+  });
   const lines: string[] = [];
   for (const s of [proc.stdout!, proc.stderr!]) {
     let buf = '';
@@ -84,7 +92,9 @@ function npmStart(env: NodeJS.ProcessEnv): Started {
       }
     });
   }
-  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((r) => proc.once('close', (code, signal) => r({ code, signal })));
+  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((r) =>
+    proc.once('close', (code, signal) => r({ code, signal })),
+  );
   const json = () => lines.filter((l) => l.startsWith('{')).map((l) => JSON.parse(l) as Record<string, any>);
   const killAll = () => {
     try {
@@ -133,7 +143,16 @@ describe('npm start on a fresh machine', () => {
     // npm start runs on the machine (the suite run twice at once: the worker exited with
     // "cannot listen on 127.0.0.1:9464", and npm start with it, as it should).
     const workerPort = await freePort();
-    const s = npmStart(shellEnv({ LOCAL_REDIS_PORT: String(redisPort), LOCAL_REDIS_DIR: join(dir, 'redis'), PORT: String(port), WORKER_HTTP_PORT: String(workerPort), REDIS_KEY_PREFIX: `test-start-${port}`, MCP_TOOLSETS: 'demo' }));
+    const s = npmStart(
+      shellEnv({
+        LOCAL_REDIS_PORT: String(redisPort),
+        LOCAL_REDIS_DIR: join(dir, 'redis'),
+        PORT: String(port),
+        WORKER_HTTP_PORT: String(workerPort),
+        REDIS_KEY_PREFIX: `test-start-${port}`,
+        MCP_TOOLSETS: 'demo',
+      }),
+    );
     cleanup.push(() => s.killAll());
     // Its Redis runs in its own process group: a failure below must not leave it running.
     let stopped = false;
@@ -142,9 +161,17 @@ describe('npm start on a fresh machine', () => {
       if (pid && !stopped && alive(pid)) process.kill(pid, 'SIGKILL');
     });
 
-    await s.ready(() => s.json().some((l) => l.msg === 'gateway.ready') && s.json().some((l) => l.msg === 'worker.ready'), 'the service to start');
+    await s.ready(
+      () => s.json().some((l) => l.msg === 'gateway.ready') && s.json().some((l) => l.msg === 'worker.ready'),
+      'the service to start',
+    );
     const [first] = s.json();
-    assert.match(first!.msg, new RegExp(`^start\\.redis_started: no Redis answered on 127\\.0\\.0\\.1:${redisPort}, so npm start runs its own redis-server there \\(append-only file on, data in ${join(dir, 'redis').replace(/[.]/g, '\\.')}\\); it stops with the service$`));
+    assert.match(
+      first!.msg,
+      new RegExp(
+        `^start\\.redis_started: no Redis answered on 127\\.0\\.0\\.1:${redisPort}, so npm start runs its own redis-server there \\(append-only file on, data in ${join(dir, 'redis').replace(/[.]/g, '\\.')}\\); it stops with the service$`,
+      ),
+    );
     assert.equal(first!.redis, `redis://127.0.0.1:${redisPort}`);
     const redisPid = first!.redisPid as number;
     assert.ok(alive(redisPid));
@@ -153,9 +180,17 @@ describe('npm start on a fresh machine', () => {
 
     const url = `http://127.0.0.1:${port}/mcp`;
     const taskId = (await callTool(url, 'countdown', { seconds: 1 })).body.result!.taskId as string;
-    const done = await pollTask(() => url, taskId, (t) => t.status !== 'working', 15_000);
+    const done = await pollTask(
+      () => url,
+      taskId,
+      (t) => t.status !== 'working',
+      15_000,
+    );
     assert.equal(done.status, 'completed');
-    assert.ok(readdirSync(join(dir, 'redis', 'appendonlydir')).some((f) => f.endsWith('.aof')), 'append-only file on');
+    assert.ok(
+      readdirSync(join(dir, 'redis', 'appendonlydir')).some((f) => f.endsWith('.aof')),
+      'append-only file on',
+    );
 
     process.kill(-s.proc.pid!, 'SIGINT'); // Ctrl-C
     const exit = await s.exited;
@@ -164,7 +199,11 @@ describe('npm start on a fresh machine', () => {
     stopped = true;
     assert.equal(await listening(redisPort), false);
     const msgs = s.json().map((l) => l.msg);
-    assert.ok(msgs.indexOf('start.redis_stopped') > msgs.indexOf('gateway.stopped') && msgs.indexOf('start.redis_stopped') > msgs.indexOf('worker.stopped'), msgs.join(', '));
+    assert.ok(
+      msgs.indexOf('start.redis_stopped') > msgs.indexOf('gateway.stopped') &&
+        msgs.indexOf('start.redis_stopped') > msgs.indexOf('worker.stopped'),
+      msgs.join(', '),
+    );
   });
 
   it('a Redis already answers on the port: used, none started', async () => {
@@ -172,11 +211,22 @@ describe('npm start on a fresh machine', () => {
     cleanup.push(() => redis.stop());
     const port = await freePort();
     const workerPort = await freePort();
-    const s = npmStart(shellEnv({ LOCAL_REDIS_PORT: String(redis.port), PORT: String(port), WORKER_HTTP_PORT: String(workerPort), REDIS_KEY_PREFIX: `test-start-${port}`, MCP_TOOLSETS: 'demo' }));
+    const s = npmStart(
+      shellEnv({
+        LOCAL_REDIS_PORT: String(redis.port),
+        PORT: String(port),
+        WORKER_HTTP_PORT: String(workerPort),
+        REDIS_KEY_PREFIX: `test-start-${port}`,
+        MCP_TOOLSETS: 'demo',
+      }),
+    );
     cleanup.push(() => s.killAll());
     await s.ready(() => s.json().some((l) => l.msg === 'gateway.ready'), 'the gateway');
     const [first] = s.json();
-    assert.match(first!.msg, new RegExp(`^start\\.redis_found: using the Redis that answers on 127\\.0\\.0\\.1:${redis.port}`));
+    assert.match(
+      first!.msg,
+      new RegExp(`^start\\.redis_found: using the Redis that answers on 127\\.0\\.0\\.1:${redis.port}`),
+    );
     assert.equal(s.json().find((l) => l.msg === 'gateway.ready')!.redis, redis.url);
     process.kill(-s.proc.pid!, 'SIGINT');
     const exit = await s.exited;
@@ -198,30 +248,70 @@ describe('npm start on a fresh machine', () => {
     assert.equal(r.stdout, '');
     const lines = r.stderr.trim().split('\n');
     assert.equal(lines.length, 1, r.stderr);
-    assert.match(lines[0]!, new RegExp(`^start: no Redis answers on 127\\.0\\.0\\.1:${redisPort} and redis-server is not installed; install it \\(Debian/Ubuntu: sudo apt-get install -y redis-server · .*macOS: brew install redis\\) or set REDIS_URL`));
+    assert.match(
+      lines[0]!,
+      new RegExp(
+        `^start: no Redis answers on 127\\.0\\.0\\.1:${redisPort} and redis-server is not installed; install it \\(Debian/Ubuntu: sudo apt-get install -y redis-server · .*macOS: brew install redis\\) or set REDIS_URL`,
+      ),
+    );
   });
 });
 
-describe('npm test checks its prerequisites first', () => {
-  it('each missing piece is one line with its install commands; nothing runs', () => {
+describe('npm test checks the prerequisites of the selected files first', () => {
+  it('a unit test needs none: no redis-server, nginx, tmux or Redis, and it runs', () => {
     const r = spawnSync(process.execPath, [join(ROOT, 'scripts', 'test.mjs'), 'test/unit/config.test.ts'], {
       cwd: ROOT,
-      env: shellEnv({ PATH: mkdtempSync(join(tmpdir(), 'empty-path-')), NGINX_BIN: '/nonexistent/nginx' }),
+      env: shellEnv({
+        PATH: mkdtempSync(join(tmpdir(), 'empty-path-')),
+        NGINX_BIN: '/nonexistent/nginx',
+        LOCAL_REDIS_PORT: '1',
+      }),
       encoding: 'utf8',
-      timeout: 20_000,
+      timeout: 120_000,
     });
+    assert.equal(r.status, 0, r.stdout + r.stderr);
+    assert.doesNotMatch(r.stdout + r.stderr, /npm test:/, 'nothing demanded, no Redis started');
+    assert.match(r.stdout, /ℹ fail 0/);
+  });
+
+  it('each missing piece is one line naming the selected files that need it, with its install commands; nothing runs', () => {
+    const r = spawnSync(
+      process.execPath,
+      [
+        join(ROOT, 'scripts', 'test.mjs'),
+        'test/unit/config.test.ts',
+        'test/e2e/cases-b02.test.ts',
+        'test/e2e/cases-b10.test.ts',
+        'test/e2e/claude-code-interactive.test.ts',
+      ],
+      {
+        cwd: ROOT,
+        env: shellEnv({ PATH: mkdtempSync(join(tmpdir(), 'empty-path-')), NGINX_BIN: '/nonexistent/nginx' }),
+        encoding: 'utf8',
+        timeout: 20_000,
+      },
+    );
     assert.equal(r.status, 1);
     assert.equal(r.stdout, '', 'no test ran');
     const lines = r.stderr.trim().split('\n');
     assert.equal(lines.length, 3, r.stderr);
-    assert.match(lines[0]!, /^npm test: redis-server is not installed .*install it: Debian\/Ubuntu: sudo apt-get install -y redis-server/);
-    assert.match(lines[1]!, /^npm test: nginx is not installed at NGINX_BIN=\/nonexistent\/nginx .*install it: Debian\/Ubuntu: sudo apt-get install -y nginx-light/);
-    assert.match(lines[2]!, /^npm test: tmux is not installed .*install it: Debian\/Ubuntu: sudo apt-get install -y tmux/);
+    assert.match(
+      lines[0]!,
+      /^npm test: redis-server is not installed \(needed by test\/e2e\/cases-b02\.test\.ts: throwaway Redis servers\); install it: Debian\/Ubuntu: sudo apt-get install -y redis-server/,
+    );
+    assert.match(
+      lines[1]!,
+      /^npm test: nginx is not installed at NGINX_BIN=\/nonexistent\/nginx \(needed by test\/e2e\/cases-b10\.test\.ts: .*\); install it: Debian\/Ubuntu: sudo apt-get install -y nginx-light/,
+    );
+    assert.match(
+      lines[2]!,
+      /^npm test: tmux is not installed \(needed by test\/e2e\/claude-code-interactive\.test\.ts: .*\); install it: Debian\/Ubuntu: sudo apt-get install -y tmux/,
+    );
   });
 
-  it('no Redis on the port: the run uses a throwaway redis-server, stopped afterwards', async () => {
+  it('no Redis on the port: a run of files that need one uses a throwaway redis-server, stopped afterwards', async () => {
     const redisPort = await freePort();
-    const r = spawnSync(process.execPath, [join(ROOT, 'scripts', 'test.mjs'), 'test/unit/config.test.ts'], {
+    const r = spawnSync(process.execPath, [join(ROOT, 'scripts', 'test.mjs'), 'test/integration/task-events.test.ts'], {
       cwd: ROOT,
       env: shellEnv({ LOCAL_REDIS_PORT: String(redisPort) }),
       encoding: 'utf8',
@@ -229,7 +319,9 @@ describe('npm test checks its prerequisites first', () => {
     });
     assert.equal(r.status, 0, r.stdout + r.stderr);
     const first = r.stdout.split('\n')[0]!;
-    const m = new RegExp(`^npm test: no Redis answers on 127\\.0\\.0\\.1:${redisPort}, so the tests use a throwaway redis-server on 127\\.0\\.0\\.1:(\\d+) \\(stopped after the run\\)$`).exec(first);
+    const m = new RegExp(
+      `^npm test: no Redis answers on 127\\.0\\.0\\.1:${redisPort}, so the tests use a throwaway redis-server on 127\\.0\\.0\\.1:(\\d+) \\(stopped after the run\\)$`,
+    ).exec(first);
     assert.ok(m, first);
     assert.match(r.stdout, /ℹ fail 0/);
     assert.equal(await listening(Number(m[1])), false, 'stopped after the run');

@@ -1,3 +1,4 @@
+// @needs redis
 /**
  * A client nobody here wrote, as a user runs it: the MCP Inspector CLI
  * (`@modelcontextprotocol/inspector` 2.12.0 `--cli`, pinned in tools/inspector, run by
@@ -83,7 +84,12 @@ describe('MCP Inspector CLI 2.12.0 (both eras, bearer credential), 2 gateways + 
   });
 
   /** Runs `mcp-inspector --cli <proxy> --transport http [--protocol-era modern] --format json [bearer] ...args`. */
-  async function inspect(t: TestContext, era: Era, args: string[], { auth = BEARER as string | null } = {}): Promise<Seen> {
+  async function inspect(
+    t: TestContext,
+    era: Era,
+    args: string[],
+    { auth = BEARER as string | null } = {},
+  ): Promise<Seen> {
     const from = proxy.log.length;
     const r = await runInspector([
       proxy.url,
@@ -104,15 +110,21 @@ describe('MCP Inspector CLI 2.12.0 (both eras, bearer credential), 2 gateways + 
   }
 
   /** `task.created` lines the gateways logged for `tool` (both gateways). */
-  const created = (tool: string) => c.gateways.flatMap((g) => g.logs.filter((l) => l.msg === 'task.created' && l.tool === tool));
+  const created = (tool: string) =>
+    c.gateways.flatMap((g) => g.logs.filter((l) => l.msg === 'task.created' && l.tool === tool));
 
   it('without a credential (or with a wrong one) it stops with exit 3 auth_required, never an interactive login (--stored-auth-only)', async (t) => {
     const none = await inspect(t, 'legacy', ['--method', 'tools/list', '--stored-auth-only'], { auth: null });
     assert.equal(none.code, 3, show(none));
     assert.equal(none.err?.error?.code, 'auth_required', show(none));
     assert.equal(none.stdout.trim(), '');
-    assert.ok(none.wire.some((e) => e.status === 401), show(none));
-    const wrong = await inspect(t, 'modern', ['--method', 'tools/list', '--stored-auth-only'], { auth: 'Authorization: Bearer not-a-key-of-this-service-000000' });
+    assert.ok(
+      none.wire.some((e) => e.status === 401),
+      show(none),
+    );
+    const wrong = await inspect(t, 'modern', ['--method', 'tools/list', '--stored-auth-only'], {
+      auth: 'Authorization: Bearer not-a-key-of-this-service-000000',
+    });
     assert.equal(wrong.code, 3, show(wrong));
     assert.equal(wrong.err?.error?.code, 'auth_required', show(wrong));
   });
@@ -125,11 +137,25 @@ describe('MCP Inspector CLI 2.12.0 (both eras, bearer credential), 2 gateways + 
       assert.equal(r.out?.result?.serverInfo?.name, 'mcp-task-service');
       // tools, plus logging, and the prompts, resources and completions of the conformance tool
       // set this cluster enables; no `tasks`, no `extensions`.
-      assert.deepEqual(r.out?.result?.capabilities, { logging: {}, completions: {}, prompts: {}, resources: {}, tools: {} }, show(r));
+      assert.deepEqual(
+        r.out?.result?.capabilities,
+        { logging: {}, completions: {}, prompts: {}, resources: {}, tools: {} },
+        show(r),
+      );
       // initialize, notifications/initialized, then logging/setLevel: the Inspector sets its log
       // level on a legacy server that offers `logging` (its connect(), clients/cli/build/index.js).
-      const posts = r.wire.filter((e) => e.method === 'POST').map((e) => [(JSON.parse(e.body ?? '{}') as { method?: string }).method, e.status]);
-      assert.deepEqual(posts, [['initialize', 200], ['notifications/initialized', 202], ['logging/setLevel', 200]], show(r));
+      const posts = r.wire
+        .filter((e) => e.method === 'POST')
+        .map((e) => [(JSON.parse(e.body ?? '{}') as { method?: string }).method, e.status]);
+      assert.deepEqual(
+        posts,
+        [
+          ['initialize', 200],
+          ['notifications/initialized', 202],
+          ['logging/setLevel', 200],
+        ],
+        show(r),
+      );
     });
 
     it('tools/list: every tool, no `execution` field (we offer no 2025-11-25 tasks, so none is declared)', async (t) => {
@@ -137,7 +163,16 @@ describe('MCP Inspector CLI 2.12.0 (both eras, bearer credential), 2 gateways + 
       assert.equal(r.code, 0, show(r));
       const tools = r.out?.result?.tools as Record<string, any>[];
       const names = tools.map((t) => t.name);
-      for (const n of ['task_status', 'countdown', 'deep_research', 'share_report', 'add', 'failing_job', 'slow_compute']) assert.ok(names.includes(n), `${n} missing from ${names.join(', ')}`);
+      for (const n of [
+        'task_status',
+        'countdown',
+        'deep_research',
+        'share_report',
+        'add',
+        'failing_job',
+        'slow_compute',
+      ])
+        assert.ok(names.includes(n), `${n} missing from ${names.join(', ')}`);
       for (const t of tools) {
         assert.ok(!('execution' in t), `${t.name} carries execution: ${JSON.stringify(t.execution)}`);
         assert.equal(t.inputSchema?.type, 'object', t.name);
@@ -146,14 +181,29 @@ describe('MCP Inspector CLI 2.12.0 (both eras, bearer credential), 2 gateways + 
 
     it('tools/call countdown {seconds: 2}: exit 0 and the result on the same request (synchronous lane, run by a worker as principal alice)', async (t) => {
       const before = created('countdown').length;
-      const r = await inspect(t, 'legacy', ['--method', 'tools/call', '--tool-name', 'countdown', '--tool-arg', 'seconds=2']);
+      const r = await inspect(t, 'legacy', [
+        '--method',
+        'tools/call',
+        '--tool-name',
+        'countdown',
+        '--tool-arg',
+        'seconds=2',
+      ]);
       assert.equal(r.code, 0, show(r));
       assert.equal(textOf(r.out?.result), 'Countdown from 2 finished.', show(r));
       assert.equal(r.out?.result?.isError, undefined);
       assert.ok(!r.wire.some((e) => e.mcpMethod?.startsWith('tasks/')), show(r));
       // Log lines come through a pipe a loaded machine may deliver late: wait for this one.
-      const mine = await waitFor(() => (created('countdown').length > before ? created('countdown').slice(before) : undefined), 5000, 50, 'task.created');
-      assert.deepEqual(mine.map((l) => [l.principal, l.mode]), [[PRINCIPAL, 'sync']]);
+      const mine = await waitFor(
+        () => (created('countdown').length > before ? created('countdown').slice(before) : undefined),
+        5000,
+        50,
+        'task.created',
+      );
+      assert.deepEqual(
+        mine.map((l) => [l.principal, l.mode]),
+        [[PRINCIPAL, 'sync']],
+      );
     });
 
     it('tools/call failing_job (task-only): an isError result saying it runs only as a task for a 2026-07-28 client with the Tasks extension; exit 5, nothing runs (no tasks on the 2025 lane, T-07)', async (t) => {
@@ -168,10 +218,17 @@ describe('MCP Inspector CLI 2.12.0 (both eras, bearer credential), 2 gateways + 
       );
       // An ordinary answer to the call (HTTP 200), not a JSON-RPC error, and nothing polled.
       const calls = r.wire.filter((e) => e.method === 'POST' && e.status !== 202);
-      assert.ok(calls.every((e) => e.status === 200), show(r));
+      assert.ok(
+        calls.every((e) => e.status === 200),
+        show(r),
+      );
       assert.ok(!r.wire.some((e) => e.mcpMethod?.startsWith('tasks/')), show(r));
       // Nothing was created on this lane (the modern-era tests create failing_job tasks meanwhile).
-      assert.deepEqual(created('failing_job').filter((l) => l.mode !== 'task'), [], 'no synchronous record for the refused call');
+      assert.deepEqual(
+        created('failing_job').filter((l) => l.mode !== 'task'),
+        [],
+        'no synchronous record for the refused call',
+      );
     });
   });
 
@@ -205,8 +262,16 @@ describe('MCP Inspector CLI 2.12.0 (both eras, bearer credential), 2 gateways + 
       assert.equal(r.err?.error?.code, 'tool_is_error', show(r));
       // The server made it a task for alice (the request declared the extension), and the
       // Inspector polled it: tools/call, then tasks/get with Mcp-Name = taskId, on both gateways.
-      const mine = await waitFor(() => (created('failing_job').length > before ? created('failing_job').slice(before) : undefined), 5000, 50, 'task.created');
-      assert.deepEqual(mine.map((l) => [l.principal, l.mode]), [[PRINCIPAL, 'task']]);
+      const mine = await waitFor(
+        () => (created('failing_job').length > before ? created('failing_job').slice(before) : undefined),
+        5000,
+        50,
+        'task.created',
+      );
+      assert.deepEqual(
+        mine.map((l) => [l.principal, l.mode]),
+        [[PRINCIPAL, 'task']],
+      );
       const taskId = mine[0]!.taskId as string;
       const calls = r.wire.filter((e) => e.mcpMethod === 'tools/call');
       const gets = r.wire.filter((e) => e.mcpMethod === 'tasks/get');
@@ -226,7 +291,14 @@ describe('MCP Inspector CLI 2.12.0 (both eras, bearer credential), 2 gateways + 
     });
 
     it('tools/call countdown {seconds: 2} (taskSupport optional): a task too, polled to completed, exit 0', async (t) => {
-      const r = await inspect(t, 'modern', ['--method', 'tools/call', '--tool-name', 'countdown', '--tool-args-json', '{"seconds":2}']);
+      const r = await inspect(t, 'modern', [
+        '--method',
+        'tools/call',
+        '--tool-name',
+        'countdown',
+        '--tool-args-json',
+        '{"seconds":2}',
+      ]);
       assert.equal(r.code, 0, show(r));
       assert.equal(textOf(r.out?.result), 'Countdown from 2 finished.', show(r));
       const gets = r.wire.filter((e) => e.mcpMethod === 'tasks/get');
@@ -234,14 +306,23 @@ describe('MCP Inspector CLI 2.12.0 (both eras, bearer credential), 2 gateways + 
       // The task it polled (Mcp-Name = taskId) was created as alice's task. Found by its id: the
       // gateways' log lines come through a pipe that a loaded machine may deliver late.
       const taskId = gets[0]!.mcpName!;
-      const line = await waitFor(() => created('countdown').find((l) => l.taskId === taskId), 5000, 50, `task.created for ${taskId}`);
+      const line = await waitFor(
+        () => created('countdown').find((l) => l.taskId === taskId),
+        5000,
+        50,
+        `task.created for ${taskId}`,
+      );
       assert.deepEqual([line.principal, line.mode], [PRINCIPAL, 'task']);
     });
 
     it('tools/call test_tool_with_task (task-only, asks first): exit 1, -32021 for elicitation, which the CLI never declares; nothing created', async (t) => {
       const r = await inspect(t, 'modern', ['--method', 'tools/call', '--tool-name', 'test_tool_with_task']);
       assert.equal(r.code, 1, show(r));
-      assert.equal(r.err?.error?.message, 'Missing required client capability: test_tool_with_task needs elicitation', show(r));
+      assert.equal(
+        r.err?.error?.message,
+        'Missing required client capability: test_tool_with_task needs elicitation',
+        show(r),
+      );
       assert.equal(created('test_tool_with_task').length, 0);
     });
   });

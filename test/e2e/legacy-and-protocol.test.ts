@@ -1,3 +1,4 @@
+// @needs redis
 /**
  * Protocol edges on real processes (one gateway, one worker): extension advertisement,
  * removed methods, capability gating without the extension, routing-header mismatches,
@@ -38,31 +39,54 @@ describe('legacy lane and protocol edges', () => {
     });
   }
 
-  it('a 2025 initialize (no _meta, no MCP headers) gets 200, a protocolVersion and no Mcp-Session-Id', async () => {
-    const r = await rpc(url, 'initialize', {}, {
-      rawBody: JSON.stringify({
-        jsonrpc: '2.0',
-        id: 1,
-        method: 'initialize',
-        params: { protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 'old-client', version: '1.0.0' } },
-      }),
-      headers: { 'mcp-protocol-version': null, 'mcp-method': null },
-    });
+  it('a 2025 initialize (no _meta, no MCP headers) gets 200, a protocolVersion and an Mcp-Session-Id (LG-01)', async () => {
+    const r = await rpc(
+      url,
+      'initialize',
+      {},
+      {
+        rawBody: JSON.stringify({
+          jsonrpc: '2.0',
+          id: 1,
+          method: 'initialize',
+          params: {
+            protocolVersion: '2025-11-25',
+            capabilities: {},
+            clientInfo: { name: 'old-client', version: '1.0.0' },
+          },
+        }),
+        headers: { 'mcp-protocol-version': null, 'mcp-method': null },
+      },
+    );
     assert.equal(r.status, 200, JSON.stringify(r.body));
     assert.equal(r.body.id, 1);
     assert.equal(typeof r.body.result?.protocolVersion, 'string', JSON.stringify(r.body));
     assert.equal(r.body.result!.protocolVersion, '2025-11-25');
     assert.ok(!('tasks' in (r.body.result!.capabilities ?? {})), 'no legacy 2025-11 tasks capability (T-08)');
-    assert.equal(r.body.result!.capabilities?.extensions?.['io.modelcontextprotocol/tasks'], undefined, 'the extension is not advertised under 2025-11-25 (T-07)');
+    assert.equal(
+      r.body.result!.capabilities?.extensions?.['io.modelcontextprotocol/tasks'],
+      undefined,
+      'the extension is not advertised under 2025-11-25 (T-07)',
+    );
     assert.equal(r.body.result!.serverInfo?.name, 'mcp-task-service');
-    assert.equal(r.headers.get('mcp-session-id'), null, 'stateless: no session id');
+    assert.match(r.headers.get('mcp-session-id') ?? '', /^[\x21-\x7E]{43}$/, 'a session id, visible ASCII');
   });
 
   it('a 2025 tasks/get gets -32601: no tasks are offered under 2025-11-25 (T-07, T-48 does not apply)', async () => {
-    const r = await rpc(url, 'tasks/get', {}, {
-      rawBody: JSON.stringify({ jsonrpc: '2.0', id: 7, method: 'tasks/get', params: { taskId: '00000000-0000-4000-8000-000000000000' } }),
-      headers: { 'mcp-protocol-version': '2025-11-25', 'mcp-method': null, 'mcp-name': null },
-    });
+    const r = await rpc(
+      url,
+      'tasks/get',
+      {},
+      {
+        rawBody: JSON.stringify({
+          jsonrpc: '2.0',
+          id: 7,
+          method: 'tasks/get',
+          params: { taskId: '00000000-0000-4000-8000-000000000000' },
+        }),
+        headers: { 'mcp-protocol-version': '2025-11-25', 'mcp-method': null, 'mcp-name': null },
+      },
+    );
     assert.equal(r.body.error?.code, -32601, JSON.stringify(r.body));
   });
 
@@ -76,7 +100,10 @@ describe('legacy lane and protocol edges', () => {
     assert.ok(!result.isError);
     assert.equal(result.content?.[0]?.text, 'Countdown from 1 finished.');
     // It went through the queue: the gateway created a sync-mode record and a worker ran it.
-    const created = await c.gateways[0]!.waitLog((l) => l.msg === 'task.created' && l.tool === 'countdown' && l.mode === 'sync', 2000);
+    const created = await c.gateways[0]!.waitLog(
+      (l) => l.msg === 'task.created' && l.tool === 'countdown' && l.mode === 'sync',
+      2000,
+    );
     await c.workers[0]!.waitLog((l) => l.msg === 'step.completed' && l.taskId === created.taskId, 2000);
   });
 
@@ -89,7 +116,11 @@ describe('legacy lane and protocol edges', () => {
 
   it('tasks/get, tasks/update, tasks/cancel without the extension: -32021 even for an unknown id (T-05)', async () => {
     const id = 'no-such-task-for-gate-test';
-    for (const r of [await getTask(url, id, { tasks: false }), await updateTask(url, id, {}, { tasks: false }), await cancelTask(url, id, { tasks: false })]) {
+    for (const r of [
+      await getTask(url, id, { tasks: false }),
+      await updateTask(url, id, {}, { tasks: false }),
+      await cancelTask(url, id, { tasks: false }),
+    ]) {
       assert.equal(r.body.error?.code, -32021, JSON.stringify(r.body));
       assert.equal(r.status, 400);
       assert.deepEqual(r.body.error?.data?.requiredCapabilities?.extensions?.[TASKS], {});

@@ -1,3 +1,4 @@
+// @needs redis
 /**
  * `subscriptions/listen` with `notifications.taskIds` (Tasks extension §11: T-39, T-41, T-44,
  * T-49; core transport §5: S-01..S-03; clients.md §2.13) on real processes: two gateways, two
@@ -15,10 +16,13 @@ const SUB_ID = 'io.modelcontextprotocol/subscriptionId';
 const KEEPALIVE_MS = 1000;
 
 const messages = (s: SseCall) => s.frames.filter((f) => f.kind === 'message').map((f) => f.message!);
-const taskFrames = (s: SseCall, taskId: string) => s.frames.filter((f) => f.message?.method === 'notifications/tasks' && f.message.params?.taskId === taskId);
+const taskFrames = (s: SseCall, taskId: string) =>
+  s.frames.filter((f) => f.message?.method === 'notifications/tasks' && f.message.params?.taskId === taskId);
 const statusesOf = (s: SseCall, taskId: string) => taskFrames(s, taskId).map((f) => f.message!.params.status as string);
 const isTaskFrame = (taskId: string, status: string) => (f: SseFrame) =>
-  f.message?.method === 'notifications/tasks' && f.message.params?.taskId === taskId && f.message.params?.status === status;
+  f.message?.method === 'notifications/tasks' &&
+  f.message.params?.taskId === taskId &&
+  f.message.params?.status === status;
 
 /** A notification's DetailedTask without its `_meta`; a tasks/get result without the result envelope. */
 const detailed = (params: Record<string, any>) => {
@@ -36,11 +40,16 @@ function assertDetailedTask(p: Record<string, any>, subscriptionId: string) {
   assert.equal(p._meta?.[SUB_ID], subscriptionId, `S-03: subscriptionId on every notification: ${what}`);
   assert.equal(typeof p.taskId, 'string', what);
   assert.ok(['working', 'input_required', 'completed', 'failed', 'cancelled'].includes(p.status), what);
-  for (const k of ['createdAt', 'lastUpdatedAt']) assert.ok(typeof p[k] === 'string' && !Number.isNaN(Date.parse(p[k])), `${k}: ${what}`);
+  for (const k of ['createdAt', 'lastUpdatedAt'])
+    assert.ok(typeof p[k] === 'string' && !Number.isNaN(Date.parse(p[k])), `${k}: ${what}`);
   assert.ok(Date.parse(p.lastUpdatedAt) >= Date.parse(p.createdAt), what);
   assert.equal(p.ttlMs, 86_400_000, what);
   assert.equal(p.pollIntervalMs, 500, what);
-  assert.equal('inputRequests' in p, p.status === 'input_required', `inputRequests exactly when input_required: ${what}`);
+  assert.equal(
+    'inputRequests' in p,
+    p.status === 'input_required',
+    `inputRequests exactly when input_required: ${what}`,
+  );
   assert.equal('result' in p, p.status === 'completed', `result exactly when completed: ${what}`);
   assert.equal('error' in p, p.status === 'failed', `error exactly when failed: ${what}`);
 }
@@ -56,7 +65,7 @@ describe('subscriptions/listen for task status, 2 gateways + 2 workers', () => {
     await c?.stop();
   });
 
-  it('T-39, S-02, S-03, T-41, T-44: ack lists only the caller\'s real task ids; full DetailedTask on every status change made by a worker or by the other gateway', async (t) => {
+  it("T-39, S-02, S-03, T-41, T-44: ack lists only the caller's real task ids; full DetailedTask on every status change made by a worker or by the other gateway", async (t) => {
     const [g1, g2] = c.urls as [string, string];
     const next = roundRobin(c.urls);
 
@@ -71,11 +80,18 @@ describe('subscriptions/listen for task status, 2 gateways + 2 workers', () => {
     // A synchronous call's internal record (mode sync): the caller cannot poll it, so it cannot
     // subscribe to it either (T-44).
     const sync = callTool(g1, 'slow_echo', { seconds: 4, quiet: true }, { tasks: false });
-    const syncId = (await c.gateways[0]!.waitLog((l) => l.msg === 'task.created' && l.tool === 'slow_echo' && l.mode === 'sync', 5000)).taskId as string;
+    const syncId = (
+      await c.gateways[0]!.waitLog((l) => l.msg === 'task.created' && l.tool === 'slow_echo' && l.mode === 'sync', 5000)
+    ).taskId as string;
 
     const listenId = `listen-${randomUUID()}`;
     const unknownId = randomUUID();
-    const s = sseCall(g1, 'subscriptions/listen', { notifications: { taskIds: [askId, cdId, unknownId, 'not-a-uuid', syncId] } }, { id: listenId });
+    const s = sseCall(
+      g1,
+      'subscriptions/listen',
+      { notifications: { taskIds: [askId, cdId, unknownId, 'not-a-uuid', syncId] } },
+      { id: listenId },
+    );
     open.push(s);
     const res = await s.response;
     assert.equal(res.status, 200, s.raw());
@@ -106,10 +122,16 @@ describe('subscriptions/listen for task status, 2 gateways + 2 workers', () => {
     assert.equal(completed.result?.content?.[0]?.text, 'Countdown from 3 finished.', JSON.stringify(completed));
     assert.notEqual(completed.result?.isError, true);
     const cdGet = await getTask(g2, cdId);
-    assert.deepEqual(detailed(completed), fromGet(cdGet.body.result!), 'the completed notification is what tasks/get returns');
+    assert.deepEqual(
+      detailed(completed),
+      fromGet(cdGet.body.result!),
+      'the completed notification is what tasks/get returns',
+    );
     // The worker's log line can trail the notification through its stdout pipe on a loaded
     // machine: wait for it (on whichever worker ran the step) rather than read what has arrived.
-    const stepDone = await Promise.any(c.workers.map((w) => w.waitLog((l) => l.msg === 'step.completed' && l.taskId === cdId, 10_000))).catch(() => undefined);
+    const stepDone = await Promise.any(
+      c.workers.map((w) => w.waitLog((l) => l.msg === 'step.completed' && l.taskId === cdId, 10_000)),
+    ).catch(() => undefined);
     assert.ok(stepDone, 'a worker process completed the countdown');
     const lagMs = doneFrame.at - Date.parse(String(stepDone.time));
     t.diagnostic(`countdown completed on a worker → notification on gateway 1: ${lagMs} ms`);
@@ -129,18 +151,25 @@ describe('subscriptions/listen for task status, 2 gateways + 2 workers', () => {
     // T-41 / H-24 / S-01: nothing but the ack and task notifications (the countdown reported
     // progress the whole time); never a frame for an id that was not granted.
     for (const m of messages(s)) {
-      assert.ok(['notifications/subscriptions/acknowledged', 'notifications/tasks'].includes(m.method), `unexpected message on the listen stream: ${JSON.stringify(m)}`);
+      assert.ok(
+        ['notifications/subscriptions/acknowledged', 'notifications/tasks'].includes(m.method),
+        `unexpected message on the listen stream: ${JSON.stringify(m)}`,
+      );
       assert.equal(m.params?._meta?.[SUB_ID], listenId, 'S-03');
     }
     for (const id of [unknownId, syncId]) assert.equal(taskFrames(s, id).length, 0, `a frame for ${id}`);
     assert.equal(s.final(), undefined, 'no final result while the subscription is open');
     // clients.md §2.13: keep-alive comments hold the stream open.
-    assert.ok(s.frames.some((f) => f.kind === 'comment' && f.text === 'keepalive'), 'keep-alive comments');
+    assert.ok(
+      s.frames.some((f) => f.kind === 'comment' && f.text === 'keepalive'),
+      'keep-alive comments',
+    );
 
     const r = await sync;
     assert.equal(r.body.result?.content?.[0]?.text, 'echo: ');
     // The subscription is held on Redis while the stream is open, and dropped when it closes.
-    const numsub = async (id: string) => Number(((await c.redis.pubsub('NUMSUB', `${c.prefix}:task:${id}`)) as (string | number)[])[1]);
+    const numsub = async (id: string) =>
+      Number(((await c.redis.pubsub('NUMSUB', `${c.prefix}:task:${id}`)) as (string | number)[])[1]);
     assert.ok((await numsub(askId)) >= 1, 'gateway 1 subscribes to the task channel');
     s.close();
     assert.equal((await s.done).how, 'closed');
@@ -159,7 +188,12 @@ describe('subscriptions/listen for task status, 2 gateways + 2 workers', () => {
       const parked = await pollTask(roundRobin([g2]), askId, (r) => r.status === 'input_required', 10_000, 20);
       const key = Object.keys(parked.inputRequests)[0]!;
       const listenId = `race-${attempt}`;
-      const s = sseCall(g1, 'subscriptions/listen', { notifications: { taskIds: [askId, ...Array.from({ length: 99 }, () => randomUUID())] } }, { id: listenId });
+      const s = sseCall(
+        g1,
+        'subscriptions/listen',
+        { notifications: { taskIds: [askId, ...Array.from({ length: 99 }, () => randomUUID())] } },
+        { id: listenId },
+      );
       open.push(s);
       await new Promise((r) => setTimeout(r, attempt * 3));
       await updateTask(g2, askId, { [key]: { action: 'accept', content: { confirm: true } } });
@@ -167,20 +201,36 @@ describe('subscriptions/listen for task status, 2 gateways + 2 workers', () => {
       const res = await s.response.catch(() => undefined);
       const seq = messages(s).map((m) => (m.method === 'notifications/tasks' ? m.params.status : m.method));
       const statuses = statusesOf(s, askId);
-      const inOrder = statuses.every((st, i) => i === 0 || ['input_required', 'working', 'completed'].indexOf(st) > ['input_required', 'working', 'completed'].indexOf(statuses[i - 1]!));
+      const inOrder = statuses.every(
+        (st, i) =>
+          i === 0 ||
+          ['input_required', 'working', 'completed'].indexOf(st) >
+            ['input_required', 'working', 'completed'].indexOf(statuses[i - 1]!),
+      );
       const ok =
         /^text\/event-stream/.test(String(res?.headers['content-type'])) &&
         seq[0] === 'notifications/subscriptions/acknowledged' &&
         statuses.at(-1) === 'completed' &&
         inOrder &&
         messages(s).every((m) => m.params?._meta?.[SUB_ID] === listenId);
-      if (!ok) failures.push(`update after ${attempt * 3} ms: content-type ${res?.headers['content-type']}, messages ${seq.join(' → ') || '(none)'}`);
+      if (!ok)
+        failures.push(
+          `update after ${attempt * 3} ms: content-type ${res?.headers['content-type']}, messages ${seq.join(' → ') || '(none)'}`,
+        );
       s.close();
     }
-    const errors = [...new Set(c.gateways[0]!.logs.filter((l) => Number(l.level) >= 50).map((l) => String((l.err as { message?: string })?.message ?? l.msg)))];
+    const errors = [
+      ...new Set(
+        c.gateways[0]!.logs.filter((l) => Number(l.level) >= 50).map((l) =>
+          String((l.err as { message?: string })?.message ?? l.msg),
+        ),
+      ),
+    ];
     // Every stream is closed: gateway 1 holds no subscription to these tasks' channels any more.
     await new Promise((r) => setTimeout(r, 300));
-    const numsub = (await c.redis.pubsub('NUMSUB', ...raced.map((id) => `${c.prefix}:task:${id}`))) as (string | number)[];
+    const numsub = (await c.redis.pubsub('NUMSUB', ...raced.map((id) => `${c.prefix}:task:${id}`))) as (
+      string | number
+    )[];
     const leaked = raced.filter((_, i) => Number(numsub[2 * i + 1]) > 0);
     assert.deepEqual(
       { brokenStreams: failures, gatewayErrors: errors, channelsStillSubscribed: leaked.length },
@@ -188,15 +238,26 @@ describe('subscriptions/listen for task status, 2 gateways + 2 workers', () => {
     );
   });
 
-  it('a later state stamped earlier (another process\'s estimate of Redis time, N-11) is still sent: working at step 2, then cancelled stamped 900 ms before it', async () => {
+  it("a later state stamped earlier (another process's estimate of Redis time, N-11) is still sent: working at step 2, then cancelled stamped 900 ms before it", async () => {
     // The gateway and the worker stamp lastUpdatedAt each from its own RedisClock; a worker's
     // terminal write right after a gateway's `working` can carry an earlier stamp. Written here
     // directly, each write announced on the task's channel as the scripts do.
     const [g1, g2] = c.urls as [string, string];
     const ask = await callTool(g2, 'ask_confirm', { question: 'Stamped?' });
     const askId = ask.body.result?.taskId as string;
-    const parked = await pollTask(() => g2, askId, (r) => r.status === 'input_required', 10_000, 50);
-    const s = sseCall(g1, 'subscriptions/listen', { notifications: { taskIds: [askId] } }, { id: `listen-${randomUUID()}` });
+    const parked = await pollTask(
+      () => g2,
+      askId,
+      (r) => r.status === 'input_required',
+      10_000,
+      50,
+    );
+    const s = sseCall(
+      g1,
+      'subscriptions/listen',
+      { notifications: { taskIds: [askId] } },
+      { id: `listen-${randomUUID()}` },
+    );
     open.push(s);
     await s.waitFrame(isTaskFrame(askId, 'input_required'), 5000);
     const key = `${c.prefix}:{t:${askId}}:task`;
@@ -206,7 +267,11 @@ describe('subscriptions/listen for task status, 2 gateways + 2 workers', () => {
     await c.redis.hset(key, { status: 'working', step: String(step + 1), lastUpdatedAt: String(at) });
     await c.redis.publish(channel, 'working');
     await s.waitFrame(isTaskFrame(askId, 'working'), 5000);
-    await c.redis.hset(key, { status: 'cancelled', statusMessage: 'Cancelled by the test', lastUpdatedAt: String(at - 900) });
+    await c.redis.hset(key, {
+      status: 'cancelled',
+      statusMessage: 'Cancelled by the test',
+      lastUpdatedAt: String(at - 900),
+    });
     await c.redis.publish(channel, 'cancelled');
     const end = (await s.waitFrame(isTaskFrame(askId, 'cancelled'), 5000)).message!.params;
     assert.equal(end.statusMessage, 'Cancelled by the test');
@@ -217,7 +282,12 @@ describe('subscriptions/listen for task status, 2 gateways + 2 workers', () => {
     const task = await callTool(c.urls[0]!, 'countdown', { seconds: 1 });
     const taskId = task.body.result?.taskId as string;
     for (const url of c.urls) {
-      const r = await rpc(url, 'subscriptions/listen', { notifications: { taskIds: [taskId] } }, { tasks: false, id: 'no-ext' });
+      const r = await rpc(
+        url,
+        'subscriptions/listen',
+        { notifications: { taskIds: [taskId] } },
+        { tasks: false, id: 'no-ext' },
+      );
       assert.equal(r.status, 400, JSON.stringify(r.body));
       assert.equal(r.body.id, 'no-ext');
       assert.equal(r.body.error?.code, -32021, JSON.stringify(r.body));
@@ -236,14 +306,24 @@ describe('subscriptions/listen for task status, 2 gateways + 2 workers', () => {
   });
 
   it('H-15: Mcp-Method that does not match the body (tools/list) → HTTP 400, -32020', async () => {
-    const r = await rpc(c.urls[0]!, 'subscriptions/listen', { notifications: { taskIds: [randomUUID()] } }, { headers: { 'mcp-method': 'tools/list' } });
+    const r = await rpc(
+      c.urls[0]!,
+      'subscriptions/listen',
+      { notifications: { taskIds: [randomUUID()] } },
+      { headers: { 'mcp-method': 'tools/list' } },
+    );
     assert.equal(r.status, 400, JSON.stringify(r.body));
     assert.equal(r.body.error?.code, -32020, JSON.stringify(r.body));
   });
 
   it('a listen without taskIds ({toolsListChanged: true}) is answered by the SDK: 200 and an acknowledgement (S-02)', async () => {
     const listenId = `plain-${randomUUID()}`;
-    const s = sseCall(c.urls[1]!, 'subscriptions/listen', { notifications: { toolsListChanged: true } }, { id: listenId });
+    const s = sseCall(
+      c.urls[1]!,
+      'subscriptions/listen',
+      { notifications: { toolsListChanged: true } },
+      { id: listenId },
+    );
     open.push(s);
     const res = await s.response;
     assert.equal(res.status, 200, s.raw());
@@ -251,7 +331,10 @@ describe('subscriptions/listen for task status, 2 gateways + 2 workers', () => {
     assert.equal(first.method, 'notifications/subscriptions/acknowledged', JSON.stringify(first));
     assert.equal(first.params?._meta?.[SUB_ID], listenId);
     const honoured = first.params?.notifications ?? {};
-    assert.ok(Object.keys(honoured).every((k) => k === 'toolsListChanged'), `only a subset of what was asked: ${JSON.stringify(honoured)}`);
+    assert.ok(
+      Object.keys(honoured).every((k) => k === 'toolsListChanged'),
+      `only a subset of what was asked: ${JSON.stringify(honoured)}`,
+    );
     s.close();
   });
 
@@ -283,7 +366,12 @@ describe('subscriptions/listen for task status, 2 gateways + 2 workers', () => {
     assert.equal(await exited, 0);
 
     // The task lives on: the client reopens the subscription on a remaining gateway.
-    const again = sseCall(c.urls[0]!, 'subscriptions/listen', { notifications: { taskIds: [askId] } }, { id: `${listenId}-2` });
+    const again = sseCall(
+      c.urls[0]!,
+      'subscriptions/listen',
+      { notifications: { taskIds: [askId] } },
+      { id: `${listenId}-2` },
+    );
     open.push(again);
     const ack = (await again.waitFrame((f) => f.kind === 'message', 5000)).message!;
     assert.deepEqual(ack.params?.notifications?.taskIds, [askId]);

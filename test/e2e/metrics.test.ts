@@ -1,3 +1,4 @@
+// @needs redis
 /**
  * Metrics (issue 9 §3), real processes: two gateways and one worker running one step at a time
  * (WORKER_CONCURRENCY=1, so a backlog is easy to make). After a real flow — a synchronous call
@@ -17,7 +18,11 @@ describe('metrics: /metrics on gateways and on the worker port', () => {
   let gw: string[];
   let worker: string;
   before(async () => {
-    c = await startCluster({ gateways: 2, workers: 1, env: { WORKER_CONCURRENCY: '1', WORKER_HEARTBEAT_MS: '500', DEMO_RESEARCH_PHASE_MS: '200' } });
+    c = await startCluster({
+      gateways: 2,
+      workers: 1,
+      env: { WORKER_CONCURRENCY: '1', WORKER_HEARTBEAT_MS: '500', DEMO_RESEARCH_PHASE_MS: '200' },
+    });
     gw = c.urls.map((u) => u.replace(/\/mcp$/, '/metrics'));
     assert.ok(c.workers[0]!.opsUrl, 'the worker logs its operations URL');
     worker = `${c.workers[0]!.opsUrl}/metrics`;
@@ -42,15 +47,28 @@ describe('metrics: /metrics on gateways and on the worker port', () => {
 
   it('counts an SSE stream while a synchronous call is held, then the request by method and outcome', async () => {
     const call = callTool(c.urls[0]!, 'countdown', { seconds: 2 }, { tasks: false });
-    await waitFor(async () => (await scrape(gw[0]!)).value('mcp_sse_streams_open', { method: 'tools/call' }) === 1, 5000, 50, 'the SSE gauge at 1');
+    await waitFor(
+      async () => (await scrape(gw[0]!)).value('mcp_sse_streams_open', { method: 'tools/call' }) === 1,
+      5000,
+      50,
+      'the SSE gauge at 1',
+    );
     const r = await call;
     assert.equal(r.contentType.startsWith('text/event-stream'), true);
     assert.ok(r.body.result, JSON.stringify(r.body));
-    await waitFor(async () => (await scrape(gw[0]!)).value('mcp_sse_streams_open', { method: 'tools/call' }) === 0, 5000, 50, 'the SSE gauge back at 0');
+    await waitFor(
+      async () => (await scrape(gw[0]!)).value('mcp_sse_streams_open', { method: 'tools/call' }) === 0,
+      5000,
+      50,
+      'the SSE gauge back at 0',
+    );
     const s = await scrape(gw[0]!);
     assert.equal(s.value('mcp_requests_total', { method: 'tools/call', status: '200', outcome: 'ok' }), 1);
     assert.equal(s.value('mcp_tasks_created_total', { tool: 'countdown', mode: 'sync' }), 1);
-    assert.ok(s.value('mcp_request_duration_seconds_sum', { method: 'tools/call' })! >= 1.5, 'the stream lasted about 2 s');
+    assert.ok(
+      s.value('mcp_request_duration_seconds_sum', { method: 'tools/call' })! >= 1.5,
+      'the stream lasted about 2 s',
+    );
   });
 
   it('shows the queue: waiting, active, parked in input_required, oldest waiting age; then the finished tasks', async () => {
@@ -60,7 +78,8 @@ describe('metrics: /metrics on gateways and on the worker port', () => {
     const parked = await pollTask(next, research, (t) => t.status === 'input_required', 15_000);
     // A backlog: the one worker slot runs one countdown, the others wait.
     const ids: string[] = [];
-    for (let i = 0; i < 3; i++) ids.push((await callTool(next(), 'countdown', { seconds: 2 })).body.result!.taskId as string);
+    for (let i = 0; i < 3; i++)
+      ids.push((await callTool(next(), 'countdown', { seconds: 2 })).body.result!.taskId as string);
     await new Promise((r) => setTimeout(r, 1100)); // make the oldest waiting job at least 1 s old
     for (const url of [gw[0]!, gw[1]!, worker]) {
       const s = await scrape(url);
@@ -82,7 +101,11 @@ describe('metrics: /metrics on gateways and on the worker port', () => {
     assert.equal(both('mcp_tasks_created_total', { tool: 'countdown', mode: 'task' }), 3);
     assert.equal(both('mcp_tasks_created_total', { tool: 'deep_research', mode: 'task' }), 1);
     assert.ok(both('mcp_requests_total', { method: 'tasks/get', outcome: 'ok' }) >= 4);
-    assert.equal(both('mcp_requests_total', { method: 'tasks/get', status: '200', outcome: '-32602' }), 1, 'an unknown task id is counted by its JSON-RPC code');
+    assert.equal(
+      both('mcp_requests_total', { method: 'tasks/get', status: '200', outcome: '-32602' }),
+      1,
+      'an unknown task id is counted by its JSON-RPC code',
+    );
     assert.equal(both('mcp_requests_total', { method: 'tasks/update', outcome: 'ok' }), 1);
     // Finished, counted where the transition was written: the worker, and the gateway for the cancel.
     assert.equal(w.sum('mcp_tasks_finished_total', { tool: 'countdown', status: 'completed' }), 3, w.text); // 2 tasks + the sync call
@@ -93,13 +116,23 @@ describe('metrics: /metrics on gateways and on the worker port', () => {
     assert.equal(w.value('mcp_steps_total', { tool: 'deep_research', outcome: 'completed' }), 1);
     assert.ok(w.value('mcp_step_duration_seconds_sum', { tool: 'countdown', outcome: 'completed' })! >= 4);
     // The queue is empty again, the parked task gone (its input timeout removed with the answer).
-    await waitFor(async () => {
-      const s = await scrape(gw[0]!);
-      return s.value('mcp_queue_jobs', { state: 'waiting' }) === 0 && s.value('mcp_queue_jobs', { state: 'active' }) === 0 && s.value('mcp_tasks_input_required') === 0;
-    }, 5000, 100, 'an empty queue');
+    await waitFor(
+      async () => {
+        const s = await scrape(gw[0]!);
+        return (
+          s.value('mcp_queue_jobs', { state: 'waiting' }) === 0 &&
+          s.value('mcp_queue_jobs', { state: 'active' }) === 0 &&
+          s.value('mcp_tasks_input_required') === 0
+        );
+      },
+      5000,
+      100,
+      'an empty queue',
+    );
     // Cardinality: no label value is a task id or a principal.
     for (const s of [...g0.samples, ...w.samples]) {
-      for (const v of Object.values(s.labels)) assert.ok(!/[0-9a-f]{8}-[0-9a-f]{4}-/.test(v) && !/anonymous|key:/.test(v), `label ${s.name} ${v}`);
+      for (const v of Object.values(s.labels))
+        assert.ok(!/[0-9a-f]{8}-[0-9a-f]{4}-/.test(v) && !/anonymous|key:/.test(v), `label ${s.name} ${v}`);
     }
   });
 

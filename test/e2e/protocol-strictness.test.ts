@@ -1,3 +1,4 @@
+// @needs redis
 /**
  * Protocol strictness where the spec is clear (issue 7, item 2), on two gateways and a worker:
  *  - B-05: a request whose `MCP-Protocol-Version` names 2026-07-28 but whose body lacks the
@@ -46,10 +47,18 @@ describe('protocol strictness (B-05, K-01, SEP-2243, SEP-1303) and the prompt/re
     ] as const) {
       for (const method of ['server/discover', 'tools/list']) {
         it(`${method}, ${what}: -32602, HTTP 400, the id echoed`, async () => {
-          const r = await rpc(g1, method, {}, { id: 101, rawBody: JSON.stringify({ jsonrpc: '2.0', id: 101, method, ...(params ? { params } : {}) }) });
+          const r = await rpc(
+            g1,
+            method,
+            {},
+            { id: 101, rawBody: JSON.stringify({ jsonrpc: '2.0', id: 101, method, ...(params ? { params } : {}) }) },
+          );
           assert.equal(r.status, 400, JSON.stringify(r.body));
           assert.equal(r.body.error?.code, -32602);
-          assert.match(r.body.error!.message, /MCP-Protocol-Version header names protocol revision 2026-07-28.*missing the required per-request envelope key/);
+          assert.match(
+            r.body.error!.message,
+            /MCP-Protocol-Version header names protocol revision 2026-07-28.*missing the required per-request envelope key/,
+          );
           assert.equal(r.body.id, 101);
         });
       }
@@ -57,7 +66,19 @@ describe('protocol strictness (B-05, K-01, SEP-2243, SEP-1303) and the prompt/re
 
     it('a tools/call of a worker tool without the envelope creates nothing', async () => {
       const before = await taskKeys();
-      const r = await rpc(g1, 'tools/call', { name: 'slow_echo' }, { rawBody: JSON.stringify({ jsonrpc: '2.0', id: 5, method: 'tools/call', params: { name: 'slow_echo', arguments: { seconds: 0 } } }) });
+      const r = await rpc(
+        g1,
+        'tools/call',
+        { name: 'slow_echo' },
+        {
+          rawBody: JSON.stringify({
+            jsonrpc: '2.0',
+            id: 5,
+            method: 'tools/call',
+            params: { name: 'slow_echo', arguments: { seconds: 0 } },
+          }),
+        },
+      );
       assert.equal(r.status, 400);
       assert.equal(r.body.error?.code, -32602);
       assert.equal(await taskKeys(), before);
@@ -65,7 +86,15 @@ describe('protocol strictness (B-05, K-01, SEP-2243, SEP-1303) and the prompt/re
 
     it('the same body with a 2025 header (or none) is still served on the 2025 lane', async () => {
       for (const header of ['2025-11-25', null]) {
-        const r = await rpc(g1, 'tools/list', {}, { headers: { 'mcp-protocol-version': header, 'mcp-method': null }, rawBody: JSON.stringify({ jsonrpc: '2.0', id: 6, method: 'tools/list', params: {} }) });
+        const r = await rpc(
+          g1,
+          'tools/list',
+          {},
+          {
+            headers: { 'mcp-protocol-version': header, 'mcp-method': null },
+            rawBody: JSON.stringify({ jsonrpc: '2.0', id: 6, method: 'tools/list', params: {} }),
+          },
+        );
         assert.equal(r.status, 200, `${header}: ${JSON.stringify(r.body).slice(0, 300)}`);
         assert.ok(Array.isArray(r.body.result?.tools), `${header}: tools listed`);
       }
@@ -92,7 +121,10 @@ describe('protocol strictness (B-05, K-01, SEP-2243, SEP-1303) and the prompt/re
         }
         assert.equal(new Set(seen).size, 1, `${method}: every answer is the same list in the same order`);
       }
-      const tools = (await rpc(g2, 'tools/list', {}, { capabilities: {} })).body.result!.tools as { name: string; inputSchema: { properties: Record<string, Record<string, unknown>> } }[];
+      const tools = (await rpc(g2, 'tools/list', {}, { capabilities: {} })).body.result!.tools as {
+        name: string;
+        inputSchema: { properties: Record<string, Record<string, unknown>> };
+      }[];
       assert.equal(tools[0]!.name, 'task_status', 'the built-in first, then the tool sets in MCP_TOOLSETS order');
       const header = tools.find((t) => t.name === 'header_echo')!;
       assert.equal(header.inputSchema.properties.region!['x-mcp-header'], 'Region');
@@ -118,7 +150,11 @@ describe('protocol strictness (B-05, K-01, SEP-2243, SEP-1303) and the prompt/re
         const before = await taskKeys();
         for (const [what, headers, message] of [
           ['absent', {}, /the body carries region="eu-west" but the Mcp-Param-Region header is absent/],
-          ['different', { 'Mcp-Param-Region': 'us-east' }, /the Mcp-Param-Region header decodes to "us-east" but the body carries region="eu-west"/],
+          [
+            'different',
+            { 'Mcp-Param-Region': 'us-east' },
+            /the Mcp-Param-Region header decodes to "us-east" but the body carries region="eu-west"/,
+          ],
           ['other case', { 'Mcp-Param-Region': 'EU-WEST' }, /decodes to "EU-WEST"/],
           ['bad Base64 padding', { 'Mcp-Param-Region': '=?base64?ZXUtd2VzdA?=' }, /invalid Base64 sentinel value/],
         ] as const) {
@@ -133,18 +169,42 @@ describe('protocol strictness (B-05, K-01, SEP-2243, SEP-1303) and the prompt/re
     }
 
     it('Base64 sentinels decode (non-ASCII), integers compare numerically (42.0 = 42), booleans by their text', async () => {
-      const ok = await callTool(g1, 'header_echo', { region: 'Zürich', count: 42, dry: true }, {
-        tasks: false,
-        headers: { 'Mcp-Param-Region': b64('Zürich'), 'Mcp-Param-Count': '42.0', 'Mcp-Param-Dry-Run': 'true' },
-      });
+      const ok = await callTool(
+        g1,
+        'header_echo',
+        { region: 'Zürich', count: 42, dry: true },
+        {
+          tasks: false,
+          headers: { 'Mcp-Param-Region': b64('Zürich'), 'Mcp-Param-Count': '42.0', 'Mcp-Param-Dry-Run': 'true' },
+        },
+      );
       assert.equal(ok.status, 200, JSON.stringify(ok.body).slice(0, 300));
-      assert.deepEqual(ok.body.result?.structuredContent, { summary: 'region=Zürich count=42 dry=true', region: 'Zürich', count: 42, dry: true });
+      assert.deepEqual(ok.body.result?.structuredContent, {
+        summary: 'region=Zürich count=42 dry=true',
+        region: 'Zürich',
+        count: 42,
+        dry: true,
+      });
       for (const [headers, cell] of [
-        [{ 'Mcp-Param-Region': b64('Zürich'), 'Mcp-Param-Count': '43', 'Mcp-Param-Dry-Run': 'true' }, 'Mcp-Param-Count'],
-        [{ 'Mcp-Param-Region': b64('Zürich'), 'Mcp-Param-Count': '42', 'Mcp-Param-Dry-Run': 'True' }, 'Mcp-Param-Dry-Run'],
-        [{ 'Mcp-Param-Region': b64('Zurich'), 'Mcp-Param-Count': '42', 'Mcp-Param-Dry-Run': 'true' }, 'Mcp-Param-Region'],
+        [
+          { 'Mcp-Param-Region': b64('Zürich'), 'Mcp-Param-Count': '43', 'Mcp-Param-Dry-Run': 'true' },
+          'Mcp-Param-Count',
+        ],
+        [
+          { 'Mcp-Param-Region': b64('Zürich'), 'Mcp-Param-Count': '42', 'Mcp-Param-Dry-Run': 'True' },
+          'Mcp-Param-Dry-Run',
+        ],
+        [
+          { 'Mcp-Param-Region': b64('Zurich'), 'Mcp-Param-Count': '42', 'Mcp-Param-Dry-Run': 'true' },
+          'Mcp-Param-Region',
+        ],
       ] as const) {
-        const r = await callTool(g2, 'header_echo', { region: 'Zürich', count: 42, dry: true }, { tasks: false, headers });
+        const r = await callTool(
+          g2,
+          'header_echo',
+          { region: 'Zürich', count: 42, dry: true },
+          { tasks: false, headers },
+        );
         assert.equal(r.status, 400, JSON.stringify(r.body).slice(0, 300));
         assert.equal(r.body.error?.code, -32020);
         assert.equal(r.body.error!.data?.mismatch?.header, cell);
@@ -152,13 +212,28 @@ describe('protocol strictness (B-05, K-01, SEP-2243, SEP-1303) and the prompt/re
     });
 
     it('a null or absent argument needs no header; a header for it is ignored', async () => {
-      const r = await callTool(g1, 'header_echo', { region: 'x', count: null as unknown as number }, { tasks: false, headers: { 'Mcp-Param-Region': 'x', 'Mcp-Param-Dry-Run': 'anything' } });
+      const r = await callTool(
+        g1,
+        'header_echo',
+        { region: 'x', count: null as unknown as number },
+        { tasks: false, headers: { 'Mcp-Param-Region': 'x', 'Mcp-Param-Dry-Run': 'anything' } },
+      );
       // `count: null` is then refused by the tool's schema: a tool execution error, not -32020.
       assert.equal(r.status, 200, JSON.stringify(r.body).slice(0, 300));
       assert.equal(r.body.result?.isError, true);
-      const s = await callTool(g1, 'header_echo', { region: 'x' }, { tasks: false, headers: { 'Mcp-Param-Region': 'x', 'Mcp-Param-Count': '7' } });
+      const s = await callTool(
+        g1,
+        'header_echo',
+        { region: 'x' },
+        { tasks: false, headers: { 'Mcp-Param-Region': 'x', 'Mcp-Param-Count': '7' } },
+      );
       assert.equal(s.status, 200);
-      assert.deepEqual(s.body.result?.structuredContent, { summary: 'region=x count=- dry=-', region: 'x', count: null, dry: null });
+      assert.deepEqual(s.body.result?.structuredContent, {
+        summary: 'region=x count=- dry=-',
+        region: 'x',
+        count: null,
+        dry: null,
+      });
     });
   });
 
@@ -167,7 +242,12 @@ describe('protocol strictness (B-05, K-01, SEP-2243, SEP-1303) and the prompt/re
       { lane: 'inline', tool: 'add', args: { a: 'one', b: 2 }, o: {} },
       { lane: 'sync', tool: 'countdown', args: { seconds: 99 }, o: { tasks: false } },
       { lane: 'task', tool: 'countdown', args: { seconds: 99 }, o: { tasks: true } },
-      { lane: 'task (JSON Schema 2020-12)', tool: 'json_schema_2020_12_tool', args: { contactMethod: 'phone', email: 'a@b.c' }, o: { tasks: true } },
+      {
+        lane: 'task (JSON Schema 2020-12)',
+        tool: 'json_schema_2020_12_tool',
+        args: { contactMethod: 'phone', email: 'a@b.c' },
+        o: { tasks: true },
+      },
     ] as const) {
       it(`${lane}: ${tool} with bad arguments → HTTP 200, isError naming the argument, no task`, async () => {
         const before = await taskKeys();
@@ -182,7 +262,12 @@ describe('protocol strictness (B-05, K-01, SEP-2243, SEP-1303) and the prompt/re
     }
 
     it('json_schema_2020_12_tool accepts what its JSON Schema accepts', async () => {
-      const r = await callTool(g1, 'json_schema_2020_12_tool', { name: 'n', contactMethod: 'phone', phone: '1', address: { city: 'Bern' } }, {});
+      const r = await callTool(
+        g1,
+        'json_schema_2020_12_tool',
+        { name: 'n', contactMethod: 'phone', phone: '1', address: { city: 'Bern' } },
+        {},
+      );
       assert.equal(r.body.result?.isError, undefined, JSON.stringify(r.body));
       assert.match(r.body.result?.content?.[0]?.text, /"city":"Bern"/);
     });
@@ -197,7 +282,8 @@ describe('protocol strictness (B-05, K-01, SEP-2243, SEP-1303) and the prompt/re
     it('with the conformance set: prompts, resources, completions, logging; with demo only: none of prompts, resources, completions, and their methods are -32601 / 404', async () => {
       const full = await rpc(g1, 'server/discover', {}, { capabilities: {} });
       const caps = full.body.result?.capabilities as Record<string, unknown>;
-      for (const k of ['tools', 'prompts', 'resources', 'completions', 'logging']) assert.ok(caps[k], `${k} advertised`);
+      for (const k of ['tools', 'prompts', 'resources', 'completions', 'logging'])
+        assert.ok(caps[k], `${k} advertised`);
       assert.ok((caps.extensions as Record<string, unknown>)[TASKS]);
 
       const demo = await rpc(demoOnly.url!, 'server/discover', {}, { capabilities: {} });
@@ -208,14 +294,24 @@ describe('protocol strictness (B-05, K-01, SEP-2243, SEP-1303) and the prompt/re
         assert.equal(r.status, 404, method);
         assert.equal(r.body.error?.code, -32601, method);
       }
-      const r = await rpc(demoOnly.url!, 'completion/complete', { ref: { type: 'ref/prompt', name: 'x' }, argument: { name: 'a', value: '' } }, { capabilities: {} });
+      const r = await rpc(
+        demoOnly.url!,
+        'completion/complete',
+        { ref: { type: 'ref/prompt', name: 'x' }, argument: { name: 'a', value: '' } },
+        { capabilities: {} },
+      );
       assert.equal(r.body.error?.code, -32601);
     });
   });
 
   describe('prompts, resources, completions, logging', () => {
     it('prompts/get: a required argument missing → -32602; an MRTR round answered on the other gateway completes; its requestState is single use', async () => {
-      const missing = await rpc(g1, 'prompts/get', { name: 'test_prompt_with_arguments', arguments: { arg1: 'x' } }, {});
+      const missing = await rpc(
+        g1,
+        'prompts/get',
+        { name: 'test_prompt_with_arguments', arguments: { arg1: 'x' } },
+        {},
+      );
       assert.equal(missing.body.error?.code, -32602);
       assert.match(missing.body.error!.message, /arg2/);
 
@@ -223,7 +319,10 @@ describe('protocol strictness (B-05, K-01, SEP-2243, SEP-1303) and the prompt/re
       assert.equal(ask.body.result?.resultType, 'input_required', JSON.stringify(ask.body));
       const state = ask.body.result!.requestState as string;
       assert.equal(typeof state, 'string');
-      const answer = { inputResponses: { user_context: { action: 'accept', content: { context: 'on G2' } } }, requestState: state };
+      const answer = {
+        inputResponses: { user_context: { action: 'accept', content: { context: 'on G2' } } },
+        requestState: state,
+      };
       const done = await rpc(g2, 'prompts/get', { name: 'test_input_required_result_prompt', ...answer }, {});
       assert.equal(done.body.result?.resultType, 'complete', JSON.stringify(done.body));
       assert.match(JSON.stringify(done.body.result?.messages), /Use the following context: on G2/);
@@ -238,30 +337,59 @@ describe('protocol strictness (B-05, K-01, SEP-2243, SEP-1303) and the prompt/re
       assert.equal(text.body.result?.contents?.[0]?.text, 'This is the content of the static text resource.');
       assert.equal(typeof text.body.result?.ttlMs, 'number');
       const tpl = await rpc(g2, 'resources/read', { uri: 'test://template/42/data' }, {});
-      assert.deepEqual(JSON.parse(tpl.body.result?.contents?.[0]?.text), { id: '42', templateTest: true, data: 'Data for ID: 42' });
+      assert.deepEqual(JSON.parse(tpl.body.result?.contents?.[0]?.text), {
+        id: '42',
+        templateTest: true,
+        data: 'Data for ID: 42',
+      });
       const none = await rpc(g1, 'resources/read', { uri: 'test://nothing-here' }, {});
       assert.equal(none.body.error?.code, -32602);
       assert.deepEqual(none.body.error?.data, { uri: 'test://nothing-here' });
     });
 
     it('completion/complete: prompt arguments and template variables; an unknown prompt → -32602', async () => {
-      const p = await rpc(g1, 'completion/complete', { ref: { type: 'ref/prompt', name: 'test_prompt_with_arguments' }, argument: { name: 'arg1', value: 'pa' } }, {});
+      const p = await rpc(
+        g1,
+        'completion/complete',
+        { ref: { type: 'ref/prompt', name: 'test_prompt_with_arguments' }, argument: { name: 'arg1', value: 'pa' } },
+        {},
+      );
       assert.deepEqual(p.body.result?.completion, { values: ['paris', 'park', 'party'], total: 3, hasMore: false });
-      const t = await rpc(g2, 'completion/complete', { ref: { type: 'ref/resource', uri: 'test://template/{id}/data' }, argument: { name: 'id', value: '4' } }, {});
+      const t = await rpc(
+        g2,
+        'completion/complete',
+        { ref: { type: 'ref/resource', uri: 'test://template/{id}/data' }, argument: { name: 'id', value: '4' } },
+        {},
+      );
       assert.deepEqual(t.body.result?.completion?.values, ['456']);
-      const u = await rpc(g1, 'completion/complete', { ref: { type: 'ref/prompt', name: 'nope' }, argument: { name: 'a', value: '' } }, {});
+      const u = await rpc(
+        g1,
+        'completion/complete',
+        { ref: { type: 'ref/prompt', name: 'nope' }, argument: { name: 'a', value: '' } },
+        {},
+      );
       assert.equal(u.body.error?.code, -32602);
     });
 
     it('logging (L-01): a gateway tool logs only to a request that set a log level at or below the message', async () => {
       const none = await callTool(g1, 'test_logging_tool', {}, {});
       assert.equal(none.messages.filter((m) => m.method === 'notifications/message').length, 0);
-      const info = await callTool(g1, 'test_logging_tool', {}, { meta: { 'io.modelcontextprotocol/logLevel': 'info' } });
+      const info = await callTool(
+        g1,
+        'test_logging_tool',
+        {},
+        { meta: { 'io.modelcontextprotocol/logLevel': 'info' } },
+      );
       const logs = info.messages.filter((m) => m.method === 'notifications/message');
       assert.equal(logs.length, 1, JSON.stringify(info.messages));
       assert.equal(logs[0]!.params.level, 'info');
       assert.equal(logs[0]!.params.logger, 'test_logging_tool');
-      const error = await callTool(g2, 'test_logging_tool', {}, { meta: { 'io.modelcontextprotocol/logLevel': 'error' } });
+      const error = await callTool(
+        g2,
+        'test_logging_tool',
+        {},
+        { meta: { 'io.modelcontextprotocol/logLevel': 'error' } },
+      );
       assert.equal(error.messages.filter((m) => m.method === 'notifications/message').length, 0);
     });
   });

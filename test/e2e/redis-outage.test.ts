@@ -1,3 +1,4 @@
+// @needs redis redis-server
 /**
  * Issue 9 §6, "Redis restarted (AOF) with 10 tasks and 3 synchronous calls in flight: all
  * complete, none lost, none run twice, no synchronous call fails".
@@ -36,7 +37,11 @@ describe('Redis restarted (AOF) with work in flight (issue 9 §6)', () => {
       gateways: 1,
       workers: 2,
       // The shipped lock settings: what the bound is stated for.
-      env: { WORKER_LOCK_DURATION_MS: String(shipped.lockDurationMs), WORKER_LOCK_RENEW_MS: String(shipped.lockRenewMs), PROGRESS_HEARTBEAT_MS: '2000' },
+      env: {
+        WORKER_LOCK_DURATION_MS: String(shipped.lockDurationMs),
+        WORKER_LOCK_RENEW_MS: String(shipped.lockRenewMs),
+        PROGRESS_HEARTBEAT_MS: '2000',
+      },
     });
     c.redis.on('error', () => undefined); // the test's own client, down with the server
   });
@@ -47,14 +52,21 @@ describe('Redis restarted (AOF) with work in flight (issue 9 §6)', () => {
 
   it('10 tasks and 3 synchronous calls: all complete, none lost, none run twice, no synchronous call fails', async () => {
     const url = c.urls[0]!;
-    const made = await Promise.all(Array.from({ length: 10 }, (_, i) => callTool(url, 'slow_echo', { seconds: TOOL_SECONDS, text: `task-${i}` })));
+    const made = await Promise.all(
+      Array.from({ length: 10 }, (_, i) => callTool(url, 'slow_echo', { seconds: TOOL_SECONDS, text: `task-${i}` })),
+    );
     const taskIds = made.map((r) => {
       assert.ok(r.body.result?.taskId, JSON.stringify(r.body));
       return r.body.result!.taskId as string;
     });
     const syncEnds: number[] = [];
     const syncCalls: Promise<RpcResponse>[] = Array.from({ length: 3 }, (_, i) =>
-      callTool(url, 'slow_echo', { seconds: TOOL_SECONDS, text: `sync-${i}` }, { tasks: false, meta: { progressToken: `p-${i}` } }).then((r) => {
+      callTool(
+        url,
+        'slow_echo',
+        { seconds: TOOL_SECONDS, text: `sync-${i}` },
+        { tasks: false, meta: { progressToken: `p-${i}` } },
+      ).then((r) => {
         syncEnds.push(Date.now());
         return r;
       }),
@@ -76,10 +88,16 @@ describe('Redis restarted (AOF) with work in flight (issue 9 §6)', () => {
           kind === 'poll'
             ? await getTask(url, taskIds[i % taskIds.length]!).catch(() => undefined)
             : await callTool(url, 'countdown', { seconds: 1 }).catch(() => undefined);
-        const ok = !!r && r.status === 200 && !r.body.error && (kind === 'poll' || typeof r.body.result?.taskId === 'string');
+        const ok =
+          !!r && r.status === 200 && !r.body.error && (kind === 'poll' || typeof r.body.result?.taskId === 'string');
         record.push({ at, done: Date.now(), ok, kind, status: r?.status ?? 0 });
         // A failure says "Task store unavailable" (503 + Retry-After), never Redis' own text.
-        if (!ok && r) assert.deepEqual([r.status, r.body.error?.code, r.body.error?.message], [503, -32603, 'Task store unavailable; retry later'], JSON.stringify(r.body));
+        if (!ok && r)
+          assert.deepEqual(
+            [r.status, r.body.error?.code, r.body.error?.message],
+            [503, -32603, 'Task store unavailable; retry later'],
+            JSON.stringify(r.body),
+          );
         await sleep(everyMs);
       }
     };
@@ -92,7 +110,17 @@ describe('Redis restarted (AOF) with work in flight (issue 9 §6)', () => {
     const backAt = Date.now();
 
     const results = await Promise.all(syncCalls);
-    const finals = await Promise.all(taskIds.map((id) => pollTask(() => url, id, (t) => t.status !== 'working', 60_000, 250)));
+    const finals = await Promise.all(
+      taskIds.map((id) =>
+        pollTask(
+          () => url,
+          id,
+          (t) => t.status !== 'working',
+          60_000,
+          250,
+        ),
+      ),
+    );
     polling = false;
     await Promise.all(loops);
 
@@ -110,12 +138,24 @@ describe('Redis restarted (AOF) with work in flight (issue 9 §6)', () => {
     });
     // None ran twice: one start per step across both workers, none a re-run.
     const byTask = new Map<string, number>();
-    for (const l of starts()) if (l.tool === 'slow_echo') byTask.set(l.taskId as string, (byTask.get(l.taskId as string) ?? 0) + 1);
+    for (const l of starts())
+      if (l.tool === 'slow_echo') byTask.set(l.taskId as string, (byTask.get(l.taskId as string) ?? 0) + 1);
     assert.equal(byTask.size, 13, 'the 13 slow steps started');
-    assert.deepEqual([...byTask.values()].filter((n) => n !== 1), [], `steps started twice: ${JSON.stringify([...byTask])}`);
-    assert.deepEqual(starts().filter((l) => l.tool === 'slow_echo' && l.attempt !== 1), []);
+    assert.deepEqual(
+      [...byTask.values()].filter((n) => n !== 1),
+      [],
+      `steps started twice: ${JSON.stringify([...byTask])}`,
+    );
+    assert.deepEqual(
+      starts().filter((l) => l.tool === 'slow_echo' && l.attempt !== 1),
+      [],
+    );
     for (const w of c.workers) {
-      assert.deepEqual(w.logs.filter((l) => l.msg === 'step.lock_lost' || l.msg === 'reconcile.sync_orphan_cancelled'), [], 'no lock lost, no held call cancelled');
+      assert.deepEqual(
+        w.logs.filter((l) => l.msg === 'step.lock_lost' || l.msg === 'reconcile.sync_orphan_cancelled'),
+        [],
+        'no lock lost, no held call cancelled',
+      );
     }
 
     const failed = record.filter((r) => !r.ok);
@@ -130,11 +170,23 @@ describe('Redis restarted (AOF) with work in flight (issue 9 §6)', () => {
         `the synchronous calls got their results ${syncEnds.map((t) => t - backAt).join(', ')} ms after (the tool waits for its progress writes while Redis is away)`,
     );
     assert.ok(failed.length > 0, 'the outage was seen by requests');
-    assert.ok(failed.every((r) => r.status === 503), 'every failure was a 503');
-    assert.ok(lastFailEnd - backAt < 5000, `requests work again within 5 s of Redis being back (${lastFailEnd - backAt} ms)`);
+    assert.ok(
+      failed.every((r) => r.status === 503),
+      'every failure was a 503',
+    );
+    assert.ok(
+      lastFailEnd - backAt < 5000,
+      `requests work again within 5 s of Redis being back (${lastFailEnd - backAt} ms)`,
+    );
     // And the service is whole: a new task runs.
     const fresh = await callTool(url, 'countdown', { seconds: 1 });
-    const done = await pollTask(() => url, fresh.body.result!.taskId as string, (t) => t.status === 'completed', 15_000, 100);
+    const done = await pollTask(
+      () => url,
+      fresh.body.result!.taskId as string,
+      (t) => t.status === 'completed',
+      15_000,
+      100,
+    );
     assert.equal(done.status, 'completed');
   });
 });

@@ -1,3 +1,4 @@
+// @needs redis redis-server
 /**
  * A Redis that loses its data (restart without persistence, failover to an empty replica):
  * processes reconnect and the reconciler's schedule, which lives in Redis, comes back

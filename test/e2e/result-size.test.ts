@@ -1,3 +1,4 @@
+// @needs redis redis-server
 /**
  * Case N-09 (results part) and issue 10 §4: a stored result is bounded by MAX_RESULT_BYTES
  * (default 1 MiB of serialized JSON) and stored once, in the task record: never also as the
@@ -31,7 +32,13 @@ async function runTask(args: Record<string, unknown>): Promise<{ taskId: string;
   const res = await callTool(c.urls[0]!, 'big_result', args);
   assert.equal(res.body.result?.resultType, 'task', JSON.stringify(res.body).slice(0, 300));
   const taskId = res.body.result!.taskId as string;
-  const final = await pollTask(() => c.urls[0]!, taskId, (t) => isTerminal(t.status), 60_000, 100);
+  const final = await pollTask(
+    () => c.urls[0]!,
+    taskId,
+    (t) => isTerminal(t.status),
+    60_000,
+    100,
+  );
   return { taskId, final };
 }
 
@@ -47,10 +54,15 @@ async function longestEventField(): Promise<number> {
  * the end before the job hash has its returnvalue (seen with npm test run twice at once).
  */
 async function finishedJob(taskId: string): Promise<Record<string, string>> {
-  return waitFor(async () => {
-    const job = await redis.hgetall(jobKey(taskId));
-    return job.finishedOn ? job : undefined;
-  }, 15_000, 50, `job ${jobKey(taskId)} finished`);
+  return waitFor(
+    async () => {
+      const job = await redis.hgetall(jobKey(taskId));
+      return job.finishedOn ? job : undefined;
+    },
+    15_000,
+    50,
+    `job ${jobKey(taskId)} finished`,
+  );
 }
 
 before(async () => {
@@ -60,7 +72,12 @@ before(async () => {
   // settings. 20 concurrent 5 MB results mean building, serializing and measuring 100 MB of
   // JSON on the worker's one thread; with the whole suite run twice at once, a 4 s lock lapsed
   // before moveToFinished ("Missing lock"), which says nothing about large results.
-  c = await startCluster({ redisUrl: r.url, gateways: 1, workers: 1, env: { WORKER_LOCK_DURATION_MS: '15000', WORKER_STALLED_INTERVAL_MS: '5000' } });
+  c = await startCluster({
+    redisUrl: r.url,
+    gateways: 1,
+    workers: 1,
+    env: { WORKER_LOCK_DURATION_MS: '15000', WORKER_STALLED_INTERVAL_MS: '5000' },
+  });
   redis = new Redis(r.url, { maxRetriesPerRequest: 1 });
 });
 
@@ -76,9 +93,14 @@ describe('N-09: a stored result is bounded by MAX_RESULT_BYTES and stored once',
       const { taskId, final } = await runTask({ bytes });
       assert.equal(final.status, 'failed');
       assert.equal(final.error.code, -32603);
-      const m = /^Result too large: tool big_result returned (\d+) bytes of JSON; the limit is (\d+) bytes$/.exec(final.error.message);
+      const m = /^Result too large: tool big_result returned (\d+) bytes of JSON; the limit is (\d+) bytes$/.exec(
+        final.error.message,
+      );
       assert.ok(m, final.error.message);
-      assert.ok(Number(m[1]) > bytes && Number(m[1]) < bytes + 200, `reported size ${m[1]} for a ${bytes}-character text`);
+      assert.ok(
+        Number(m[1]) > bytes && Number(m[1]) < bytes + 200,
+        `reported size ${m[1]} for a ${bytes}-character text`,
+      );
       assert.equal(Number(m[2]), LIMIT);
       assert.deepEqual(final.error.data, { reason: 'result_too_large', bytes: Number(m[1]), limitBytes: LIMIT });
       assert.ok(final.statusMessage.length <= 200);
@@ -89,7 +111,7 @@ describe('N-09: a stored result is bounded by MAX_RESULT_BYTES and stored once',
     assert.ok((await longestEventField()) < 1024, 'no event carries a result');
   });
 
-  it('a result just under the limit completes and is stored once: in the task\'s result key, not in the record, the job hash or the events stream', async () => {
+  it("a result just under the limit completes and is stored once: in the task's result key, not in the record, the job hash or the events stream", async () => {
     const bytes = LIMIT - 200;
     const { taskId, final } = await runTask({ bytes });
     assert.equal(final.status, 'completed', JSON.stringify(final.error ?? {}));
@@ -100,7 +122,10 @@ describe('N-09: a stored result is bounded by MAX_RESULT_BYTES and stored once',
     assert.equal(await redis.call('OBJECT', 'ENCODING', taskKey(taskId)), 'listpack', 'the finished record is small');
     const job = await finishedJob(taskId);
     assert.equal(job.returnvalue, '"completed"');
-    assert.ok(Object.values(job).every((v) => Buffer.byteLength(v) < 1024), 'no field of the job hash carries the result');
+    assert.ok(
+      Object.values(job).every((v) => Buffer.byteLength(v) < 1024),
+      'no field of the job hash carries the result',
+    );
     assert.ok((await longestEventField()) < 1024, 'no event carries the result');
   });
 
@@ -109,7 +134,10 @@ describe('N-09: a stored result is bounded by MAX_RESULT_BYTES and stored once',
       const { taskId, final } = await runTask({ bytes, kind: 'buffer' });
       assert.equal(final.status, 'failed');
       assert.equal(final.error.code, -32603);
-      assert.match(final.error.message, /^Tool big_result returned binary data \(a Buffer in field "text"\); results must be JSON text: send binary content as base64/);
+      assert.match(
+        final.error.message,
+        /^Tool big_result returned binary data \(a Buffer in field "text"\); results must be JSON text: send binary content as base64/,
+      );
       assert.deepEqual(final.error.data, { reason: 'binary_result' });
       assert.equal(await redis.hexists(taskKey(taskId), 'result'), 0);
     }
@@ -118,7 +146,10 @@ describe('N-09: a stored result is bounded by MAX_RESULT_BYTES and stored once',
   it('a synchronous call gets the same JSON-RPC error (-32603, size and limit)', async () => {
     const res = await callTool(c.urls[0]!, 'big_result', { bytes: 2 * MB }, { tasks: false });
     assert.equal(res.body.error?.code, -32603, JSON.stringify(res.body).slice(0, 300));
-    assert.match(res.body.error!.message, /^Result too large: tool big_result returned \d+ bytes of JSON; the limit is 1048576 bytes$/);
+    assert.match(
+      res.body.error!.message,
+      /^Result too large: tool big_result returned \d+ bytes of JSON; the limit is 1048576 bytes$/,
+    );
   });
 
   it('20 concurrent 5 MB results leave Redis far from its 64 MB limit, with no OOM or lock error on the worker', async () => {
@@ -129,7 +160,13 @@ describe('N-09: a stored result is bounded by MAX_RESULT_BYTES and stored once',
       }),
     );
     for (const id of ids) {
-      const t = await pollTask(() => c.urls[0]!, id, (x) => isTerminal(x.status), 120_000, 200);
+      const t = await pollTask(
+        () => c.urls[0]!,
+        id,
+        (x) => isTerminal(x.status),
+        120_000,
+        200,
+      );
       assert.equal(t.status, 'failed');
     }
     const info = await redis.info('memory');

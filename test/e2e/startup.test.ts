@@ -27,7 +27,10 @@ describe('start-up errors', () => {
       assert.equal(r.code, 1);
       const lines = r.stderr.split('\n').filter(Boolean);
       assert.equal(lines.length, 1, r.stderr);
-      assert.match(lines[0]!, new RegExp(`^${app}: cannot reach Redis at redis://127\\.0\\.0\\.1:${port} .*Start one .*REDIS_URL`));
+      assert.match(
+        lines[0]!,
+        new RegExp(`^${app}: cannot reach Redis at redis://127\\.0\\.0\\.1:${port} .*Start one .*REDIS_URL`),
+      );
       assert.doesNotMatch(r.stderr, /\n\s+at /);
     });
 
@@ -41,7 +44,10 @@ describe('start-up errors', () => {
 
   it('conflicting Redis topologies are refused before any connection, naming the variables (issue 9 §7)', () => {
     for (const [env, names] of [
-      [{ REDIS_CLUSTER_NODES: '127.0.0.1:1', REDIS_SENTINELS: '127.0.0.1:2', REDIS_SENTINEL_NAME: 'm' }, /REDIS_CLUSTER_NODES and REDIS_SENTINELS/],
+      [
+        { REDIS_CLUSTER_NODES: '127.0.0.1:1', REDIS_SENTINELS: '127.0.0.1:2', REDIS_SENTINEL_NAME: 'm' },
+        /REDIS_CLUSTER_NODES and REDIS_SENTINELS/,
+      ],
       [{ REDIS_SENTINELS: '127.0.0.1:2' }, /REDIS_SENTINEL_NAME: required with REDIS_SENTINELS/],
       [{ REDIS_URL: 'redis://127.0.0.1:1', REDIS_CLUSTER_NODES: '127.0.0.1:1' }, /REDIS_URL and REDIS_CLUSTER_NODES/],
     ] as const) {
@@ -56,11 +62,21 @@ describe('start-up errors', () => {
   for (const app of ['gateway', 'worker'] as const) {
     it(`${app}: unreachable Redis Cluster → exit 1 with one line naming the nodes, never the password`, async () => {
       const [a, b] = [await freePort(), await freePort()];
-      const r = run(app, { REDIS_URL: '', REDIS_CLUSTER_NODES: `127.0.0.1:${a},127.0.0.1:${b}`, REDIS_PASSWORD: 'cluster-s3cret', PORT: String(await freePort()) });
+      const r = run(app, {
+        REDIS_URL: '',
+        REDIS_CLUSTER_NODES: `127.0.0.1:${a},127.0.0.1:${b}`,
+        REDIS_PASSWORD: 'cluster-s3cret',
+        PORT: String(await freePort()),
+      });
       assert.equal(r.code, 1);
       const lines = r.stderr.split('\n').filter(Boolean);
       assert.equal(lines.length, 1, r.stderr);
-      assert.match(lines[0]!, new RegExp(`^${app}: cannot reach Redis at cluster 127\\.0\\.0\\.1:${a},127\\.0\\.0\\.1:${b} \\(password \\*\\*\\*\\) .*REDIS_CLUSTER_NODES`));
+      assert.match(
+        lines[0]!,
+        new RegExp(
+          `^${app}: cannot reach Redis at cluster 127\\.0\\.0\\.1:${a},127\\.0\\.0\\.1:${b} \\(password \\*\\*\\*\\) .*REDIS_CLUSTER_NODES`,
+        ),
+      );
       assert.doesNotMatch(r.stderr + r.stdout, /cluster-s3cret/);
     });
   }

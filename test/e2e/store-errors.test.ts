@@ -1,3 +1,4 @@
+// @needs redis redis-server
 /**
  * Responses never echo Redis' own error text (issue 9 §6, D10): while Redis refuses writes
  * (`maxmemory 1` with `noeviction`: "OOM command not allowed when used memory > 'maxmemory'")
@@ -11,7 +12,8 @@ import assert from 'node:assert/strict';
 import { startCluster, startRedis, waitFor, type Cluster, type ThrowawayRedis } from '../support/cluster.js';
 import { callTool, cancelTask, getTask, pollTask, updateTask, type RpcResponse } from '../support/mcp.js';
 
-const REDIS_TEXT = /OOM|maxmemory|command not allowed|Connection is closed|Stream isn't writeable|enableOfflineQueue|ECONNREFUSED|Command timed out|max retries|ReplyError|EVALSHA|NOSCRIPT|\{t:|:task\b/i;
+const REDIS_TEXT =
+  /OOM|maxmemory|command not allowed|Connection is closed|Stream isn't writeable|enableOfflineQueue|ECONNREFUSED|Command timed out|max retries|ReplyError|EVALSHA|NOSCRIPT|\{t:|:task\b/i;
 
 describe('Redis failures never reach a response as Redis text (issue 9 §6)', () => {
   let redis: ThrowawayRedis;
@@ -54,7 +56,13 @@ describe('Redis failures never reach a response as Redis text (issue 9 §6)', ()
     for (const url of c.urls) {
       const r = await callTool(url, 'ask_confirm', {});
       const id = r.body.result!.taskId as string;
-      const t = await pollTask(() => url, id, (x) => x.status === 'input_required', 15_000, 100);
+      const t = await pollTask(
+        () => url,
+        id,
+        (x) => x.status === 'input_required',
+        15_000,
+        100,
+      );
       parked.push(id);
       keys.push(Object.keys(t.inputRequests ?? {})[0]!);
     }
@@ -63,14 +71,23 @@ describe('Redis failures never reach a response as Redis text (issue 9 §6)', ()
       for (const [i, url] of c.urls.entries()) {
         const path = i === 0 ? 'hot path' : 'SDK path';
         unavailable(await callTool(url, 'countdown', { seconds: 1 }), `${path}: task creation under OOM`);
-        unavailable(await callTool(url, 'countdown', { seconds: 1 }, { tasks: false }), `${path}: synchronous call under OOM`);
+        unavailable(
+          await callTool(url, 'countdown', { seconds: 1 }, { tasks: false }),
+          `${path}: synchronous call under OOM`,
+        );
         // Redis may still run a script that only changes existing fields (the answers were
         // applied, the enqueue of the next step failed and is the reconciler's to repair): an
         // update or a cancel either works or is refused as unavailable, never with Redis' text.
-        workedOrUnavailable(await updateTask(url, parked[i]!, { [keys[i]!]: { action: 'accept', content: { confirm: true } } }), `${path}: tasks/update under OOM`);
+        workedOrUnavailable(
+          await updateTask(url, parked[i]!, { [keys[i]!]: { action: 'accept', content: { confirm: true } } }),
+          `${path}: tasks/update under OOM`,
+        );
         workedOrUnavailable(await cancelTask(url, parked[i]!), `${path}: tasks/cancel under OOM`);
         // Reads still work under OOM.
-        assert.ok(clean(await getTask(url, parked[i]!), `${path}: tasks/get under OOM`).body.result?.status, 'tasks/get answers under OOM');
+        assert.ok(
+          clean(await getTask(url, parked[i]!), `${path}: tasks/get under OOM`).body.result?.status,
+          'tasks/get answers under OOM',
+        );
       }
     } finally {
       await c.redis.config('SET', 'maxmemory', '0');
@@ -83,15 +100,23 @@ describe('Redis failures never reach a response as Redis text (issue 9 §6)', ()
         unavailable(await getTask(url, parked[i]!), `${path}: tasks/get, Redis stopped (${n})`);
         unavailable(await callTool(url, 'countdown', { seconds: 1 }), `${path}: task creation, Redis stopped (${n})`);
         unavailable(await cancelTask(url, parked[i]!), `${path}: tasks/cancel, Redis stopped (${n})`);
-        const ready = await waitFor(async () => {
-          const r = await fetch(url.replace(/\/mcp$/, '/readyz'));
-          return r.status === 503 ? await r.text() : undefined;
-        }, 5000, 100, 'readiness off');
+        const ready = await waitFor(
+          async () => {
+            const r = await fetch(url.replace(/\/mcp$/, '/readyz'));
+            return r.status === 503 ? await r.text() : undefined;
+          },
+          5000,
+          100,
+          'readiness off',
+        );
         assert.doesNotMatch(ready, REDIS_TEXT, `/readyz: ${ready}`);
       }
     }
     // The detail is in the logs.
     const logged = c.gateways.flatMap((g) => g.logs).map((l) => JSON.stringify(l));
-    assert.ok(logged.some((l) => /OOM/.test(l)), 'the OOM refusal is logged');
+    assert.ok(
+      logged.some((l) => /OOM/.test(l)),
+      'the OOM refusal is logged',
+    );
   });
 });

@@ -1,3 +1,4 @@
+// @needs redis
 /**
  * Errors that leak nothing (issue 10 §5): an unexpected exception in a tool (on a worker)
  * reaches the client as "Tool <name> failed unexpectedly (error id …)" with `data.errorId`,
@@ -31,7 +32,12 @@ describe('issue 10 §5: an unexpected tool error reaches the client as a generic
   it('task: tasks/get shows -32603 "Tool throw_error failed unexpectedly (error id …)", data.errorId, the same statusMessage; the log has the details under that id', async () => {
     const res = await callTool(c.urls[0]!, 'throw_error', { kind: 'unexpected', message: SECRET_DETAIL });
     const taskId = res.body.result!.taskId as string;
-    const final = await pollTask(() => c.urls[0]!, taskId, (t) => isTerminal(t.status), 20_000);
+    const final = await pollTask(
+      () => c.urls[0]!,
+      taskId,
+      (t) => isTerminal(t.status),
+      20_000,
+    );
     assert.equal(final.status, 'failed');
     assert.equal(final.error.code, -32603);
     const m = GENERIC.exec(final.error.message);
@@ -39,7 +45,11 @@ describe('issue 10 §5: an unexpected tool error reaches the client as a generic
     const errorId = m[1]!;
     assert.deepEqual(final.error.data, { errorId });
     assert.equal(final.statusMessage, final.error.message);
-    assert.doesNotMatch(JSON.stringify(final), /srv|node_modules|mcp:\{|ENOENT|\.js/, 'no detail of the exception in the response');
+    assert.doesNotMatch(
+      JSON.stringify(final),
+      /srv|node_modules|mcp:\{|ENOENT|\.js/,
+      'no detail of the exception in the response',
+    );
 
     const line = await c.workers[0]!.waitLog((l) => l.msg === 'step.failed' && l.errorId === errorId, 5000);
     const err = line.err as { type: string; message: string; stack: string };
@@ -50,7 +60,12 @@ describe('issue 10 §5: an unexpected tool error reaches the client as a generic
   });
 
   it('synchronous call: the JSON-RPC error is the same generic message with data.errorId', async () => {
-    const res = await callTool(c.urls[0]!, 'throw_error', { kind: 'unexpected', message: SECRET_DETAIL }, { tasks: false });
+    const res = await callTool(
+      c.urls[0]!,
+      'throw_error',
+      { kind: 'unexpected', message: SECRET_DETAIL },
+      { tasks: false },
+    );
     assert.equal(res.body.error?.code, -32603, JSON.stringify(res.body));
     const m = GENERIC.exec(res.body.error!.message);
     assert.ok(m, res.body.error!.message);
@@ -61,7 +76,12 @@ describe('issue 10 §5: an unexpected tool error reaches the client as a generic
 
   it('a ToolProtocolError keeps its code and message (a deliberate error is for the client)', async () => {
     const res = await callTool(c.urls[0]!, 'throw_error', { kind: 'protocol', message: 'The file name is not valid' });
-    const final = await pollTask(() => c.urls[0]!, res.body.result!.taskId, (t) => isTerminal(t.status), 20_000);
+    const final = await pollTask(
+      () => c.urls[0]!,
+      res.body.result!.taskId,
+      (t) => isTerminal(t.status),
+      20_000,
+    );
     assert.equal(final.status, 'failed');
     assert.deepEqual(final.error, { code: -32602, message: 'The file name is not valid' });
   });

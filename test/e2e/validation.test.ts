@@ -1,3 +1,4 @@
+// @needs redis redis-server
 /**
  * Bad input gets a clear error and loses nothing (brief; E-05, M-07, M-08, T-49, D10).
  */
@@ -39,7 +40,9 @@ describe('answers and continuations are validated', () => {
     assert.equal(still.body.result!.status, 'input_required');
     assert.ok(dr.key in still.body.result!.inputRequests);
     const ac = await parked('ask_confirm', {});
-    const r = await updateTask(ac.next(), ac.taskId, { [ac.key]: { action: 'accept', content: { confirmed: 'definitely not' } } });
+    const r = await updateTask(ac.next(), ac.taskId, {
+      [ac.key]: { action: 'accept', content: { confirmed: 'definitely not' } },
+    });
     assert.equal(r.body.error?.code, -32602);
     // A valid answer still works afterwards.
     const ok = await updateTask(ac.next(), ac.taskId, { [ac.key]: { action: 'accept', content: { confirm: true } } });
@@ -53,7 +56,13 @@ describe('answers and continuations are validated', () => {
     const first = await callTool(url, 'share_report', { channel: '#ops' }, { tasks: false });
     const rs = first.body.result!.requestState as string;
     const retry = (requestState: string, inputResponses?: Record<string, unknown>) =>
-      callTool(c.urls[1]!, 'share_report', { channel: '#ops' }, { tasks: false }, { requestState, ...(inputResponses ? { inputResponses } : {}) });
+      callTool(
+        c.urls[1]!,
+        'share_report',
+        { channel: '#ops' },
+        { tasks: false },
+        { requestState, ...(inputResponses ? { inputResponses } : {}) },
+      );
     const again = await retry(rs);
     assert.equal(again.body.result?.resultType, 'input_required', JSON.stringify(again.body));
     assert.deepEqual(Object.keys(again.body.result!.inputRequests), ['confirm']);

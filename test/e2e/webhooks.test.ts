@@ -1,3 +1,4 @@
+// @needs redis
 /**
  * Completion webhooks end to end (issue 11 §5): two gateways, two workers, API keys for alice and
  * bob, a global target and a target of bob's own, receivers that are real HTTP servers in this
@@ -77,7 +78,8 @@ describe('completion webhooks (Standard Webhooks) through two gateways and two w
     assert.equal(r.body.result?.resultType, 'task', JSON.stringify(r.body));
     return r.body.result!.taskId as string;
   }
-  const finished = (taskId: string, who: CallOptions = ALICE) => pollTask(next, taskId, (t) => isTerminal(t.status), 20_000, 50, who);
+  const finished = (taskId: string, who: CallOptions = ALICE) =>
+    pollTask(next, taskId, (t) => isTerminal(t.status), 20_000, 50, who);
 
   it('every finished task gets exactly one valid signed delivery: completed, failed, cancelled by its worker, cancelled at once by a gateway', async () => {
     rx.mode = { kind: 'status', status: 204 };
@@ -93,7 +95,12 @@ describe('completion webhooks (Standard Webhooks) through two gateways and two w
     const expected = { [completed]: 'completed', [failed]: 'failed', [running]: 'cancelled', [parked]: 'cancelled' };
     const final: Record<string, Record<string, any>> = {};
     for (const id of Object.keys(expected)) final[id] = await finished(id);
-    await waitFor(() => Object.keys(expected).every((id) => rx.byId(`msg_${id}`).length >= 1), 15_000, 50, 'a delivery for every task');
+    await waitFor(
+      () => Object.keys(expected).every((id) => rx.byId(`msg_${id}`).length >= 1),
+      15_000,
+      50,
+      'a delivery for every task',
+    );
     // Reconcile passes look at every one of these terminal tasks meanwhile: no second delivery.
     await sleep(RECONCILE_SPAN_MS);
 
@@ -102,7 +109,11 @@ describe('completion webhooks (Standard Webhooks) through two gateways and two w
       assert.equal(got.length, 1, `exactly one delivery for the ${status} task ${id}`);
       const w = got[0]!;
       const body = verified(w);
-      assert.throws(() => new Webhook(BOB_SECRET).verify(w.body, w.headers), /signature/i, 'another secret does not verify it');
+      assert.throws(
+        () => new Webhook(BOB_SECRET).verify(w.body, w.headers),
+        /signature/i,
+        'another secret does not verify it',
+      );
       assert.equal(w.headers['content-type'], 'application/json');
       assert.match(w.headers['webhook-signature']!, /^v1,[A-Za-z0-9+/=]+$/);
       assert.ok(Math.abs(Number(w.headers['webhook-timestamp']) - Date.now() / 1000) < 120);
@@ -113,7 +124,9 @@ describe('completion webhooks (Standard Webhooks) through two gateways and two w
         timestamp: t.lastUpdatedAt,
         data: {
           taskId: id,
-          tool: { [completed]: 'slow_echo', [failed]: 'throw_error', [running]: 'countdown', [parked]: 'ask_confirm' }[id],
+          tool: { [completed]: 'slow_echo', [failed]: 'throw_error', [running]: 'countdown', [parked]: 'ask_confirm' }[
+            id
+          ],
           principal: 'key:alice',
           status,
           ...(t.statusMessage ? { statusMessage: t.statusMessage } : {}),
@@ -121,17 +134,24 @@ describe('completion webhooks (Standard Webhooks) through two gateways and two w
           lastUpdatedAt: t.lastUpdatedAt,
         },
       });
-      assert.ok(!('result' in body.data) && !('error' in body.data), 'no result or error unless TASK_WEBHOOK_INCLUDE_RESULT=true');
+      assert.ok(
+        !('result' in body.data) && !('error' in body.data),
+        'no result or error unless TASK_WEBHOOK_INCLUDE_RESULT=true',
+      );
     }
     assert.equal(bobRx.received.length, 0, "alice's tasks never reach bob's target");
     // Each was enqueued by the process that ended it (worker or gateway), not repaired later.
-    const repaired = c.workers.flatMap((w) => w.logs).filter((l) => l.msg === 'reconcile.webhook_queued' && (l.taskId as string) in expected);
+    const repaired = c.workers
+      .flatMap((w) => w.logs)
+      .filter((l) => l.msg === 'reconcile.webhook_queued' && (l.taskId as string) in expected);
     assert.deepEqual(repaired, []);
     const lags = Object.keys(expected).map((id) => rx.byId(`msg_${id}`)[0]!.at - Date.parse(final[id]!.lastUpdatedAt));
-    console.log(`# delivery after the task ended (completed/failed/cancelled by worker/by gateway): ${lags.join('/')} ms`);
+    console.log(
+      `# delivery after the task ended (completed/failed/cancelled by worker/by gateway): ${lags.join('/')} ms`,
+    );
   });
 
-  it("a principal with a target of its own (TASK_WEBHOOKS_BY_PRINCIPAL) gets its deliveries there, signed with its secret", async () => {
+  it('a principal with a target of its own (TASK_WEBHOOKS_BY_PRINCIPAL) gets its deliveries there, signed with its secret', async () => {
     const id = await start('slow_echo', { seconds: 0.1, quiet: true }, BOB);
     await finished(id, BOB);
     await waitFor(() => bobRx.byId(`msg_${id}`).length === 1, 15_000, 50, "bob's delivery");
@@ -148,7 +168,10 @@ describe('completion webhooks (Standard Webhooks) through two gateways and two w
     await waitFor(() => rx.byId(`msg_${id}`).some((w) => w.answered === 200), 20_000, 50, 'the accepted third attempt');
     await sleep(4 * BACKOFF_MS + 1000); // a fourth attempt would have come by now
     const got = rx.byId(`msg_${id}`);
-    assert.deepEqual(got.map((w) => w.answered), [500, 500, 200]);
+    assert.deepEqual(
+      got.map((w) => w.answered),
+      [500, 500, 200],
+    );
     for (const w of got) verified(w);
     assert.equal(new Set(got.map((w) => w.body)).size, 1, 'the same bytes on every attempt');
     assert.ok(got.every((w) => w.headers['webhook-id'] === `msg_${id}`));
@@ -158,7 +181,11 @@ describe('completion webhooks (Standard Webhooks) through two gateways and two w
     // The failures are in the workers' logs.
     const logs = c.workers.flatMap((w) => w.logs).filter((l) => l.taskId === id);
     assert.equal(logs.filter((l) => l.msg === 'webhook.attempt_failed').length, 2, JSON.stringify(logs));
-    assert.ok(logs.filter((l) => l.msg === 'webhook.attempt_failed').every((l) => l.err === 'HTTP 500' && l.target === new URL(rx.url).origin));
+    assert.ok(
+      logs
+        .filter((l) => l.msg === 'webhook.attempt_failed')
+        .every((l) => l.err === 'HTTP 500' && l.target === new URL(rx.url).origin),
+    );
     assert.equal(logs.filter((l) => l.msg === 'webhook.delivered').length, 1);
     assert.ok(!JSON.stringify(logs).includes('receiver-path-secret'), 'the target URL is logged by origin only');
   });
@@ -169,9 +196,13 @@ describe('completion webhooks (Standard Webhooks) through two gateways and two w
     const id = await start('slow_echo', { seconds: 0.1, quiet: true });
     try {
       await finished(id);
-      const refused = () => c.workers.flatMap((w) => w.logs).filter((l) => l.taskId === id && l.msg === 'webhook.attempt_failed');
+      const refused = () =>
+        c.workers.flatMap((w) => w.logs).filter((l) => l.taskId === id && l.msg === 'webhook.attempt_failed');
       await waitFor(() => refused().length >= 2, 15_000, 10, 'two refused attempts');
-      assert.ok(refused().every((l) => l.err === 'network error: ECONNREFUSED'), JSON.stringify(refused()));
+      assert.ok(
+        refused().every((l) => l.err === 'network error: ECONNREFUSED'),
+        JSON.stringify(refused()),
+      );
     } finally {
       await rx.up(); // the third attempt comes 4 × BACKOFF_MS after the second
     }
@@ -182,9 +213,14 @@ describe('completion webhooks (Standard Webhooks) through two gateways and two w
     await sleep(8 * BACKOFF_MS);
     assert.equal(rx.byId(`msg_${id}`).length, 1, 'nothing after it was accepted');
     // The third attempt, unless this process was too slow to bring the receiver up in time.
-    const failedBefore = c.workers.flatMap((x) => x.logs).filter((l) => l.taskId === id && l.msg === 'webhook.attempt_failed').length;
+    const failedBefore = c.workers
+      .flatMap((x) => x.logs)
+      .filter((l) => l.taskId === id && l.msg === 'webhook.attempt_failed').length;
     const delivered = c.workers.flatMap((x) => x.logs).filter((l) => l.taskId === id && l.msg === 'webhook.delivered');
-    assert.deepEqual(delivered.map((l) => l.attempt), [failedBefore + 1]);
+    assert.deepEqual(
+      delivered.map((l) => l.attempt),
+      [failedBefore + 1],
+    );
     assert.ok(failedBefore >= 2);
   });
 
@@ -197,7 +233,12 @@ describe('completion webhooks (Standard Webhooks) through two gateways and two w
     rx.mode = { kind: 'status', status: 204 };
     const answering = await run(3);
     // Their deliveries are answered before the receiver starts hanging.
-    await waitFor(() => answering.ids.every((id) => rx.byId(`msg_${id}`).some((w) => w.answered === 204)), 15_000, 50, 'the answered deliveries');
+    await waitFor(
+      () => answering.ids.every((id) => rx.byId(`msg_${id}`).some((w) => w.answered === 204)),
+      15_000,
+      50,
+      'the answered deliveries',
+    );
     rx.mode = { kind: 'hang' };
     const hanging = await run(3); // 3 deliveries, 2 at a time (TASK_WEBHOOK_CONCURRENCY): all stuck
     const stuck = () => hanging.ids.filter((id) => rx.byId(`msg_${id}`).some((w) => w.answered === undefined));
@@ -207,8 +248,13 @@ describe('completion webhooks (Standard Webhooks) through two gateways and two w
     assert.ok(stuck().length >= 2 && rx.hanging >= 2, `deliveries still hanging: ${stuck().length}`);
     // A task whose end waited for its receiver would take TIMEOUT_MS (20 s) or more.
     const worst = (ms: number[]) => Math.max(...ms);
-    console.log(`# task duration (created → completed), slow_echo 0.5 s: receiver answering ${answering.ms.join('/')} ms, receiver hanging ${hanging.ms.join('/')} ms`);
+    console.log(
+      `# task duration (created → completed), slow_echo 0.5 s: receiver answering ${answering.ms.join('/')} ms, receiver hanging ${hanging.ms.join('/')} ms`,
+    );
     assert.ok(worst(hanging.ms) < TIMEOUT_MS / 4, `tasks took ${hanging.ms.join('/')} ms with a hanging receiver`);
-    assert.ok(worst(hanging.ms) < worst(answering.ms) + 2000, `hanging ${hanging.ms.join('/')} ms vs answering ${answering.ms.join('/')} ms`);
+    assert.ok(
+      worst(hanging.ms) < worst(answering.ms) + 2000,
+      `hanging ${hanging.ms.join('/')} ms vs answering ${answering.ms.join('/')} ms`,
+    );
   });
 });

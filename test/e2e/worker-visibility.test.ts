@@ -1,3 +1,4 @@
+// @needs redis
 /**
  * Workers are visible (issue 9 §5), real processes. With no worker running: the gateway is
  * ready but says `workers: 0` and `degraded`, `mcp_workers_alive` is 0, and a task created then
@@ -73,7 +74,12 @@ describe('workers are visible: heartbeats, readiness, statusMessage', () => {
     // And a task created now says so again, on every gateway once it re-counted (every 2 s).
     const created = await callTool(c.urls[0]!, 'countdown', { seconds: 1 });
     for (const url of c.urls) {
-      await waitFor(async () => (await getTask(url, created.body.result!.taskId)).body.result!.statusMessage === NO_WORKER, 3000, 100, `${url}: the notice`);
+      await waitFor(
+        async () => (await getTask(url, created.body.result!.taskId)).body.result!.statusMessage === NO_WORKER,
+        3000,
+        100,
+        `${url}: the notice`,
+      );
     }
   });
 });

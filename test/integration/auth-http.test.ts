@@ -15,7 +15,11 @@ import Fastify, { type FastifyInstance } from 'fastify';
 import { loadConfig, type Config } from '@mcp-tasks/config';
 import { createAuthenticator, type Identity } from '../../apps/gateway/src/auth/authenticator.js';
 import { authRefusalReply } from '../../apps/gateway/src/auth/challenge.js';
-import { metadataOptionsFromAuth, protectedResourceMetadataRoutes, protectedResourceMetadataUrl } from '../../apps/gateway/src/auth/metadata-route.js';
+import {
+  metadataOptionsFromAuth,
+  protectedResourceMetadataRoutes,
+  protectedResourceMetadataUrl,
+} from '../../apps/gateway/src/auth/metadata-route.js';
 import { accessToken, signingKey, type SigningKey } from '../support/oauth.js';
 
 const PUBLIC_URL = 'https://mcp.example.com/mcp';
@@ -30,17 +34,32 @@ interface Reply {
 }
 
 /** One HTTP request over a socket; `headers` may include Host. */
-function call(port: number, method: string, path: string, headers: Record<string, string> = {}, body?: unknown): Promise<Reply> {
+function call(
+  port: number,
+  method: string,
+  path: string,
+  headers: Record<string, string> = {},
+  body?: unknown,
+): Promise<Reply> {
   return new Promise((resolve, reject) => {
     const payload = body === undefined ? undefined : JSON.stringify(body);
-    const req = request({ host: '127.0.0.1', port, method, path, headers: { ...(payload ? { 'content-type': 'application/json' } : {}), ...headers } }, (res) => {
-      const chunks: Buffer[] = [];
-      res.on('data', (c: Buffer) => chunks.push(c));
-      res.on('end', () => {
-        const text = Buffer.concat(chunks).toString('utf8');
-        resolve({ status: res.statusCode!, headers: res.headers, body: text ? JSON.parse(text) : undefined });
-      });
-    });
+    const req = request(
+      {
+        host: '127.0.0.1',
+        port,
+        method,
+        path,
+        headers: { ...(payload ? { 'content-type': 'application/json' } : {}), ...headers },
+      },
+      (res) => {
+        const chunks: Buffer[] = [];
+        res.on('data', (c: Buffer) => chunks.push(c));
+        res.on('end', () => {
+          const text = Buffer.concat(chunks).toString('utf8');
+          resolve({ status: res.statusCode!, headers: res.headers, body: text ? JSON.parse(text) : undefined });
+        });
+      },
+    );
     req.on('error', reject);
     req.end(payload);
   });
@@ -57,14 +76,21 @@ async function app(config: Config): Promise<{ app: FastifyInstance; port: number
     preHandler: async (req, reply) => {
       const outcome = await authenticator.authenticate(req.headers.authorization);
       if (!outcome.ok) {
-        const r = authRefusalReply(outcome, { ...(resourceMetadataUrl ? { resourceMetadataUrl } : {}), requestId: (req.body as { id?: unknown } | undefined)?.id });
+        const r = authRefusalReply(outcome, {
+          ...(resourceMetadataUrl ? { resourceMetadataUrl } : {}),
+          requestId: (req.body as { id?: unknown } | undefined)?.id,
+        });
         return reply.code(r.status).headers(r.headers).send(r.body);
       }
       (req as unknown as { identity: Identity }).identity = outcome;
     },
     handler: async (req) => {
       const { identity } = req as unknown as { identity: Identity };
-      return { jsonrpc: '2.0', id: (req.body as { id: unknown }).id, result: { principal: identity.principal, kind: identity.kind } };
+      return {
+        jsonrpc: '2.0',
+        id: (req.body as { id: unknown }).id,
+        result: { principal: identity.principal, kind: identity.kind },
+      };
     },
   });
   await f.listen({ host: '127.0.0.1', port: 0 });
@@ -72,7 +98,12 @@ async function app(config: Config): Promise<{ app: FastifyInstance; port: number
 }
 
 const RPC = { jsonrpc: '2.0', id: 42, method: 'tools/list', params: {} };
-const FORGED = { host: 'evil.example.net', 'x-forwarded-host': 'evil.example.net', 'x-forwarded-proto': 'http', 'x-forwarded-prefix': '/evil' };
+const FORGED = {
+  host: 'evil.example.net',
+  'x-forwarded-host': 'evil.example.net',
+  'x-forwarded-proto': 'http',
+  'x-forwarded-prefix': '/evil',
+};
 
 describe('HTTP: JWT and API keys with PUBLIC_URL', () => {
   let k1: SigningKey;
@@ -118,7 +149,11 @@ describe('HTTP: JWT and API keys with PUBLIC_URL', () => {
       const r = await call(server.port, 'POST', '/mcp', headers, RPC);
       assert.equal(r.status, 401);
       assert.equal(r.headers['www-authenticate'], `Bearer resource_metadata="${META_URL}"`);
-      assert.deepEqual(r.body, { jsonrpc: '2.0', id: 42, error: { code: -32600, message: 'Unauthorized: authentication required' } });
+      assert.deepEqual(r.body, {
+        jsonrpc: '2.0',
+        id: 42,
+        error: { code: -32600, message: 'Unauthorized: authentication required' },
+      });
     }
   });
 
@@ -129,19 +164,36 @@ describe('HTTP: JWT and API keys with PUBLIC_URL', () => {
   });
 
   it('a wrong token: 401 with error="invalid_token" and the same resource_metadata', async () => {
-    const r = await call(server.port, 'POST', '/mcp', { authorization: 'Bearer wrong-key-0123456789abcdef', ...FORGED }, RPC);
+    const r = await call(
+      server.port,
+      'POST',
+      '/mcp',
+      { authorization: 'Bearer wrong-key-0123456789abcdef', ...FORGED },
+      RPC,
+    );
     assert.equal(r.status, 401);
-    assert.equal(r.headers['www-authenticate'], `Bearer error="invalid_token", error_description="unknown credentials", resource_metadata="${META_URL}"`);
+    assert.equal(
+      r.headers['www-authenticate'],
+      `Bearer error="invalid_token", error_description="unknown credentials", resource_metadata="${META_URL}"`,
+    );
     assert.equal(r.body.error.code, -32600);
     assert.equal(r.body.error.data.error, 'invalid_token');
     assert.equal(r.body.id, 42);
   });
 
   it('a token for another audience: 401 invalid_token (N-04)', async () => {
-    const t = await accessToken({ key: k1, issuer: ISSUER, audience: 'https://other.example.com', claims: { scope: 'tasks' } });
+    const t = await accessToken({
+      key: k1,
+      issuer: ISSUER,
+      audience: 'https://other.example.com',
+      claims: { scope: 'tasks' },
+    });
     const r = await call(server.port, 'POST', '/mcp', { authorization: `Bearer ${t}` }, RPC);
     assert.equal(r.status, 401);
-    assert.match(String(r.headers['www-authenticate']), /^Bearer error="invalid_token", error_description="token audience is not this resource"/);
+    assert.match(
+      String(r.headers['www-authenticate']),
+      /^Bearer error="invalid_token", error_description="token audience is not this resource"/,
+    );
     assert.ok(!JSON.stringify(r.body).includes(t.split('.')[1]!), 'the body does not echo the token');
   });
 
@@ -149,7 +201,10 @@ describe('HTTP: JWT and API keys with PUBLIC_URL', () => {
     const t = await accessToken({ key: k1, issuer: ISSUER, audience: PUBLIC_URL, claims: { scope: 'other' } });
     const r = await call(server.port, 'POST', '/mcp', { authorization: `Bearer ${t}` }, RPC);
     assert.equal(r.status, 403);
-    assert.equal(r.headers['www-authenticate'], `Bearer error="insufficient_scope", error_description="token lacks a required scope", scope="tasks", resource_metadata="${META_URL}"`);
+    assert.equal(
+      r.headers['www-authenticate'],
+      `Bearer error="insufficient_scope", error_description="token lacks a required scope", scope="tasks", resource_metadata="${META_URL}"`,
+    );
     assert.equal(r.body.error.data.scope, 'tasks');
   });
 
@@ -168,7 +223,13 @@ describe('HTTP: JWT and API keys with PUBLIC_URL', () => {
 describe('HTTP: API keys without PUBLIC_URL', () => {
   let server: { app: FastifyInstance; port: number };
   before(async () => {
-    server = await app(loadConfig({ HOST: '0.0.0.0', REQUEST_STATE_KEYS: 'k1:ring-secret-0123456789abcdefghijklmnop', AUTH_API_KEYS: `claude:${API_KEY}` }));
+    server = await app(
+      loadConfig({
+        HOST: '0.0.0.0',
+        REQUEST_STATE_KEYS: 'k1:ring-secret-0123456789abcdefghijklmnop',
+        AUTH_API_KEYS: `claude:${API_KEY}`,
+      }),
+    );
   });
   after(async () => {
     await server.app.close();

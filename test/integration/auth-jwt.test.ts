@@ -19,9 +19,21 @@ import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { SignJWT } from 'jose';
 import { loadConfig } from '@mcp-tasks/config';
-import { createAuthenticator, type AuthOutcome, type Authenticator } from '../../apps/gateway/src/auth/authenticator.js';
+import {
+  createAuthenticator,
+  type AuthOutcome,
+  type Authenticator,
+} from '../../apps/gateway/src/auth/authenticator.js';
 import { AuthSetupError } from '../../apps/gateway/src/auth/jwt.js';
-import { accessToken, nowSeconds, signingKey, startJwksServer, type JwksServer, type SigningKey, type TokenSpec } from '../support/oauth.js';
+import {
+  accessToken,
+  nowSeconds,
+  signingKey,
+  startJwksServer,
+  type JwksServer,
+  type SigningKey,
+  type TokenSpec,
+} from '../support/oauth.js';
 
 const PUBLIC_URL = 'https://mcp.example.com/mcp';
 const RING = 'k1:ring-secret-0123456789abcdefghijklmnop';
@@ -70,18 +82,39 @@ describe('JWT: claims', () => {
     const a = await authenticator();
     const exp = nowSeconds() + 300;
     const r = await a.authenticate(`Bearer ${await token({ exp, claims: { scope: 'tasks:read tasks:write' } })}`);
-    assert.deepEqual(r, { ok: true, principal: `jwt:${issuer}#user-1`, scopes: ['tasks:read', 'tasks:write'], kind: 'jwt', expiresAt: exp });
+    assert.deepEqual(r, {
+      ok: true,
+      principal: `jwt:${issuer}#user-1`,
+      scopes: ['tasks:read', 'tasks:write'],
+      kind: 'jwt',
+      expiresAt: exp,
+    });
   });
 
   it('the same sub from another issuer is another principal (N-01): the other issuer is refused here', async () => {
     const a = await authenticator();
-    refused(await a.authenticate(`Bearer ${await token({ issuer: 'https://other.example.com' })}`), 401, 'invalid_token', /issuer/);
+    refused(
+      await a.authenticate(`Bearer ${await token({ issuer: 'https://other.example.com' })}`),
+      401,
+      'invalid_token',
+      /issuer/,
+    );
   });
 
   it('wrong audience → 401 invalid_token (N-04); an aud array that includes ours is accepted', async () => {
     const a = await authenticator();
-    refused(await a.authenticate(`Bearer ${await token({ audience: 'https://other-service.example.com/api' })}`), 401, 'invalid_token', /audience/);
-    refused(await a.authenticate(`Bearer ${await token({ audience: `${PUBLIC_URL}/` })}`), 401, 'invalid_token', /audience/);
+    refused(
+      await a.authenticate(`Bearer ${await token({ audience: 'https://other-service.example.com/api' })}`),
+      401,
+      'invalid_token',
+      /audience/,
+    );
+    refused(
+      await a.authenticate(`Bearer ${await token({ audience: `${PUBLIC_URL}/` })}`),
+      401,
+      'invalid_token',
+      /audience/,
+    );
     const r = await a.authenticate(`Bearer ${await token({ audience: ['https://other.example.com', PUBLIC_URL] })}`);
     assert.equal(r.ok, true);
   });
@@ -94,15 +127,30 @@ describe('JWT: claims', () => {
 
   it('expired beyond the 30 s tolerance → 401 invalid_token; expired 5 s ago is inside it', async () => {
     const a = await authenticator();
-    refused(await a.authenticate(`Bearer ${await token({ exp: nowSeconds() - 120 })}`), 401, 'invalid_token', /expired/);
+    refused(
+      await a.authenticate(`Bearer ${await token({ exp: nowSeconds() - 120 })}`),
+      401,
+      'invalid_token',
+      /expired/,
+    );
     assert.equal((await a.authenticate(`Bearer ${await token({ exp: nowSeconds() - 5 })}`)).ok, true);
     const strict = await authenticator({ AUTH_JWT_CLOCK_TOLERANCE_S: '0' });
-    refused(await strict.authenticate(`Bearer ${await token({ exp: nowSeconds() - 5 })}`), 401, 'invalid_token', /expired/);
+    refused(
+      await strict.authenticate(`Bearer ${await token({ exp: nowSeconds() - 5 })}`),
+      401,
+      'invalid_token',
+      /expired/,
+    );
   });
 
   it('nbf beyond the tolerance in the future → 401 invalid_token; 5 s ahead is inside it', async () => {
     const a = await authenticator();
-    refused(await a.authenticate(`Bearer ${await token({ nbf: nowSeconds() + 120 })}`), 401, 'invalid_token', /not yet valid/);
+    refused(
+      await a.authenticate(`Bearer ${await token({ nbf: nowSeconds() + 120 })}`),
+      401,
+      'invalid_token',
+      /not yet valid/,
+    );
     assert.equal((await a.authenticate(`Bearer ${await token({ nbf: nowSeconds() + 5 })}`)).ok, true);
   });
 
@@ -116,7 +164,12 @@ describe('JWT: claims', () => {
     refused(await a.authenticate(`Bearer ${await token({ subject: null })}`), 401, 'invalid_token', /subject/);
     refused(await a.authenticate(`Bearer ${await token({ subject: '' })}`), 401, 'invalid_token', /subject/);
     refused(await a.authenticate(`Bearer ${await token({ subject: 'a\nb' })}`), 401, 'invalid_token', /subject/);
-    refused(await a.authenticate(`Bearer ${await token({ subject: 'x'.repeat(257) })}`), 401, 'invalid_token', /subject/);
+    refused(
+      await a.authenticate(`Bearer ${await token({ subject: 'x'.repeat(257) })}`),
+      401,
+      'invalid_token',
+      /subject/,
+    );
   });
 
   it('a missing required scope → 403 insufficient_scope naming the required scopes; scope and scp both count', async () => {
@@ -126,8 +179,14 @@ describe('JWT: claims', () => {
     refused(r, 403, 'insufficient_scope');
     assert.deepEqual(!r.ok && r.status === 403 && r.scope, ['tasks:read', 'tasks:write']);
     refused(await a.authenticate(`Bearer ${await token()}`), 403, 'insufficient_scope');
-    assert.equal((await a.authenticate(`Bearer ${await token({ claims: { scope: 'tasks:read', scp: ['tasks:write'] } })}`)).ok, true);
-    assert.equal((await a.authenticate(`Bearer ${await token({ claims: { scp: 'tasks:write tasks:read' } })}`)).ok, true);
+    assert.equal(
+      (await a.authenticate(`Bearer ${await token({ claims: { scope: 'tasks:read', scp: ['tasks:write'] } })}`)).ok,
+      true,
+    );
+    assert.equal(
+      (await a.authenticate(`Bearer ${await token({ claims: { scp: 'tasks:write tasks:read' } })}`)).ok,
+      true,
+    );
   });
 });
 
@@ -136,7 +195,9 @@ describe('JWT: signatures and keys', () => {
     const a = await authenticator();
     const t = await token();
     const [h, p, s] = t.split('.') as [string, string, string];
-    const forged = Buffer.from(JSON.stringify({ ...JSON.parse(Buffer.from(p, 'base64url').toString()), sub: 'admin' })).toString('base64url');
+    const forged = Buffer.from(
+      JSON.stringify({ ...JSON.parse(Buffer.from(p, 'base64url').toString()), sub: 'admin' }),
+    ).toString('base64url');
     refused(await a.authenticate(`Bearer ${h}.${forged}.${s}`), 401, 'invalid_token', /signature/);
     const flipped = s.slice(0, 10) + (s[10] === 'A' ? 'B' : 'A') + s.slice(11);
     refused(await a.authenticate(`Bearer ${h}.${p}.${flipped}`), 401, 'invalid_token', /signature/);
@@ -144,13 +205,28 @@ describe('JWT: signatures and keys', () => {
 
   it('a token signed by another key under a published kid → invalid signature; under an unknown kid → unknown key', async () => {
     const a = await authenticator();
-    refused(await a.authenticate(`Bearer ${await accessToken({ key: stranger, issuer, audience: PUBLIC_URL })}`), 401, 'invalid_token', /signature/);
-    refused(await a.authenticate(`Bearer ${await accessToken({ key: stranger, kid: 'nope', issuer, audience: PUBLIC_URL })}`), 401, 'invalid_token', /unknown/);
+    refused(
+      await a.authenticate(`Bearer ${await accessToken({ key: stranger, issuer, audience: PUBLIC_URL })}`),
+      401,
+      'invalid_token',
+      /signature/,
+    );
+    refused(
+      await a.authenticate(`Bearer ${await accessToken({ key: stranger, kid: 'nope', issuer, audience: PUBLIC_URL })}`),
+      401,
+      'invalid_token',
+      /unknown/,
+    );
   });
 
   it('HS256 (even with a secret equal to a public key member) and alg "none" are refused', async () => {
     const a = await authenticator();
-    const hs = await new SignJWT({}).setProtectedHeader({ alg: 'HS256', kid: 'k1' }).setIssuer(issuer).setAudience(PUBLIC_URL).setSubject('u').setExpirationTime('5m')
+    const hs = await new SignJWT({})
+      .setProtectedHeader({ alg: 'HS256', kid: 'k1' })
+      .setIssuer(issuer)
+      .setAudience(PUBLIC_URL)
+      .setSubject('u')
+      .setExpirationTime('5m')
       .sign(new TextEncoder().encode(String(k1.jwk.x).padEnd(32, 'x')));
     refused(await a.authenticate(`Bearer ${hs}`), 401, 'invalid_token', /algorithm/);
     const none = `${Buffer.from('{"alg":"none"}').toString('base64url')}.${Buffer.from(JSON.stringify({ iss: issuer, aud: PUBLIC_URL, sub: 'u', exp: nowSeconds() + 60 })).toString('base64url')}.`;
@@ -174,7 +250,11 @@ describe('JWT: the remote JWKS', () => {
   it('key rotation at the issuer: a new kid is picked up after the cooldown without a restart; a removed key is refused', async () => {
     const rotating = await startJwksServer([k1]);
     try {
-      const a = await authenticator({ AUTH_JWT_ISSUER: rotating.origin, AUTH_JWT_JWKS_URL: rotating.jwksUrl, AUTH_JWT_JWKS_COOLDOWN_MS: '1000' });
+      const a = await authenticator({
+        AUTH_JWT_ISSUER: rotating.origin,
+        AUTH_JWT_JWKS_URL: rotating.jwksUrl,
+        AUTH_JWT_JWKS_COOLDOWN_MS: '1000',
+      });
       const old = await accessToken({ key: k1, issuer: rotating.origin, audience: PUBLIC_URL });
       const fresh = await accessToken({ key: k2, issuer: rotating.origin, audience: PUBLIC_URL });
       assert.equal((await a.authenticate(`Bearer ${old}`)).ok, true);
@@ -194,10 +274,23 @@ describe('JWT: the remote JWKS', () => {
   it('tokens with made-up kids cannot make the gateway hammer the issuer: one fetch per cooldown', async () => {
     const counted = await startJwksServer([k1]);
     try {
-      const a = await authenticator({ AUTH_JWT_ISSUER: counted.origin, AUTH_JWT_JWKS_URL: counted.jwksUrl, AUTH_JWT_JWKS_COOLDOWN_MS: '600000' });
-      assert.equal((await a.authenticate(`Bearer ${await accessToken({ key: k1, issuer: counted.origin, audience: PUBLIC_URL })}`)).ok, true);
+      const a = await authenticator({
+        AUTH_JWT_ISSUER: counted.origin,
+        AUTH_JWT_JWKS_URL: counted.jwksUrl,
+        AUTH_JWT_JWKS_COOLDOWN_MS: '600000',
+      });
+      assert.equal(
+        (await a.authenticate(`Bearer ${await accessToken({ key: k1, issuer: counted.origin, audience: PUBLIC_URL })}`))
+          .ok,
+        true,
+      );
       for (let i = 0; i < 20; i++) {
-        const t = await accessToken({ key: stranger, kid: `made-up-${i}`, issuer: counted.origin, audience: PUBLIC_URL });
+        const t = await accessToken({
+          key: stranger,
+          kid: `made-up-${i}`,
+          issuer: counted.origin,
+          audience: PUBLIC_URL,
+        });
         refused(await a.authenticate(`Bearer ${t}`), 401, 'invalid_token', /unknown/);
       }
       assert.equal(counted.fetches(), 1, 'no refetch inside the cooldown');
@@ -206,11 +299,15 @@ describe('JWT: the remote JWKS', () => {
     }
   });
 
-  it('an issuer whose JWKS fails → 503 temporarily_unavailable (not the token\'s fault); it recovers', async () => {
+  it("an issuer whose JWKS fails → 503 temporarily_unavailable (not the token's fault); it recovers", async () => {
     const failing = await startJwksServer([k1]);
     try {
       failing.failWith(500);
-      const a = await authenticator({ AUTH_JWT_ISSUER: failing.origin, AUTH_JWT_JWKS_URL: failing.jwksUrl, AUTH_JWT_JWKS_COOLDOWN_MS: '1000' });
+      const a = await authenticator({
+        AUTH_JWT_ISSUER: failing.origin,
+        AUTH_JWT_JWKS_URL: failing.jwksUrl,
+        AUTH_JWT_JWKS_COOLDOWN_MS: '1000',
+      });
       const t = await accessToken({ key: k1, issuer: failing.origin, audience: PUBLIC_URL });
       const r = await a.authenticate(`Bearer ${t}`);
       refused(r, 503, 'temporarily_unavailable');
@@ -226,7 +323,11 @@ describe('JWT: the remote JWKS', () => {
     const gone = await startJwksServer([k1]);
     await gone.close();
     const a = await authenticator({ AUTH_JWT_ISSUER: gone.origin, AUTH_JWT_JWKS_URL: gone.jwksUrl });
-    refused(await a.authenticate(`Bearer ${await accessToken({ key: k1, issuer: gone.origin, audience: PUBLIC_URL })}`), 503, 'temporarily_unavailable');
+    refused(
+      await a.authenticate(`Bearer ${await accessToken({ key: k1, issuer: gone.origin, audience: PUBLIC_URL })}`),
+      503,
+      'temporarily_unavailable',
+    );
   });
 });
 
@@ -254,7 +355,11 @@ describe('JWT: file: and inline JWKS (air-gapped)', () => {
     await writeFile(privatePath, JSON.stringify({ keys: [{ ...k1.jwk, d: 'secret-part' }] }));
     const junkPath = join(dir, 'junk.json');
     await writeFile(junkPath, 'not json');
-    for (const [path, re] of [[join(dir, 'missing.json'), /ENOENT/], [junkPath, /not valid JSON/], [privatePath, /private key material/]] as const) {
+    for (const [path, re] of [
+      [join(dir, 'missing.json'), /ENOENT/],
+      [junkPath, /not valid JSON/],
+      [privatePath, /private key material/],
+    ] as const) {
       await assert.rejects(authenticator({ AUTH_JWT_JWKS_URL: pathToFileURL(path).href }), (e: unknown) => {
         assert.ok(e instanceof AuthSetupError);
         assert.doesNotMatch(e.message, /[\r\n]/);
@@ -270,24 +375,43 @@ describe('JWT: file: and inline JWKS (air-gapped)', () => {
     const a = await authenticator({ AUTH_JWT_JWKS_URL: JSON.stringify({ keys: [k1.jwk, k2.jwk] }) });
     assert.equal((await a.authenticate(`Bearer ${await token({ key: k1 })}`)).ok, true);
     assert.equal((await a.authenticate(`Bearer ${await token({ key: k2 })}`)).ok, true);
-    refused(await a.authenticate(`Bearer ${await accessToken({ key: stranger, kid: 'x', issuer, audience: PUBLIC_URL })}`), 401, 'invalid_token');
+    refused(
+      await a.authenticate(`Bearer ${await accessToken({ key: stranger, kid: 'x', issuer, audience: PUBLIC_URL })}`),
+      401,
+      'invalid_token',
+    );
   });
 });
 
 describe('API keys and JWT configured at once', () => {
   it('an API key is tried first, then a JWT; anything else is 401 invalid_token; no header is a bare 401', async () => {
     const a = await authenticator({ AUTH_API_KEYS: `ci:${API_KEY}` });
-    assert.deepEqual(await a.authenticate(`Bearer ${API_KEY}`), { ok: true, principal: 'key:ci', scopes: [], kind: 'apikey' });
+    assert.deepEqual(await a.authenticate(`Bearer ${API_KEY}`), {
+      ok: true,
+      principal: 'key:ci',
+      scopes: [],
+      kind: 'apikey',
+    });
     const r = await a.authenticate(`Bearer ${await token()}`);
     assert.equal(r.ok && r.kind, 'jwt');
     refused(await a.authenticate('Bearer not-a-key-and-not-a-jwt'), 401, 'invalid_token', /unknown credentials/);
-    refused(await a.authenticate(`Bearer ${await token({ audience: 'https://elsewhere.example.com' })}`), 401, 'invalid_token', /audience/);
+    refused(
+      await a.authenticate(`Bearer ${await token({ audience: 'https://elsewhere.example.com' })}`),
+      401,
+      'invalid_token',
+      /audience/,
+    );
     refused(await a.authenticate(undefined), 401, undefined);
   });
 
   it('a JWT configured as an API key is matched as the key (digest first), never parsed', async () => {
     const t = await token({ exp: nowSeconds() - 3600 });
     const a = await authenticator({ AUTH_API_KEYS: `svc:${t}` });
-    assert.deepEqual(await a.authenticate(`Bearer ${t}`), { ok: true, principal: 'key:svc', scopes: [], kind: 'apikey' });
+    assert.deepEqual(await a.authenticate(`Bearer ${t}`), {
+      ok: true,
+      principal: 'key:svc',
+      scopes: [],
+      kind: 'apikey',
+    });
   });
 });

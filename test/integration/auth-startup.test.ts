@@ -10,7 +10,9 @@ import { spawnSync } from 'node:child_process';
 import { ROOT, appEntry } from '../support/cluster.js';
 
 function run(app: 'gateway' | 'worker', env: Record<string, string>) {
-  const base = Object.fromEntries(Object.entries(process.env).filter(([k]) => !/^(AUTH_|REQUEST_STATE_|PUBLIC_URL$|HOST$|NODE_ENV$)/.test(k)));
+  const base = Object.fromEntries(
+    Object.entries(process.env).filter(([k]) => !/^(AUTH_|REQUEST_STATE_|PUBLIC_URL$|HOST$|NODE_ENV$)/.test(k)),
+  );
   const r = spawnSync(process.execPath, [appEntry(app)], {
     cwd: ROOT,
     env: { ...base, REDIS_URL: 'redis://127.0.0.1:1', ...env },
@@ -22,10 +24,26 @@ function run(app: 'gateway' | 'worker', env: Record<string, string>) {
 
 describe('start-up without authentication', () => {
   const cases: [string, Record<string, string>, RegExp][] = [
-    ['HOST=0.0.0.0, nothing configured', { HOST: '0.0.0.0' }, /^gateway: invalid configuration: no authentication configured \(HOST=0\.0\.0\.0 is not a loopback address\): set AUTH_API_KEYS, or AUTH_JWT_ISSUER/],
-    ['NODE_ENV=production, nothing configured', { NODE_ENV: 'production' }, /no authentication configured \(NODE_ENV=production\): set AUTH_API_KEYS/],
-    ['API keys but no REQUEST_STATE_KEYS', { HOST: '0.0.0.0', AUTH_API_KEYS: 'ci:ci-api-key-0123456789abcdef' }, /REQUEST_STATE_KEYS must be set/],
-    ['a short API key', { HOST: '0.0.0.0', AUTH_API_KEYS: 'ci:too-short' }, /AUTH_API_KEYS: entry 1 \(principal "ci"\): key shorter than 16 characters/],
+    [
+      'HOST=0.0.0.0, nothing configured',
+      { HOST: '0.0.0.0' },
+      /^gateway: invalid configuration: no authentication configured \(HOST=0\.0\.0\.0 is not a loopback address\): set AUTH_API_KEYS, or AUTH_JWT_ISSUER/,
+    ],
+    [
+      'NODE_ENV=production, nothing configured',
+      { NODE_ENV: 'production' },
+      /no authentication configured \(NODE_ENV=production\): set AUTH_API_KEYS/,
+    ],
+    [
+      'API keys but no REQUEST_STATE_KEYS',
+      { HOST: '0.0.0.0', AUTH_API_KEYS: 'ci:ci-api-key-0123456789abcdef' },
+      /REQUEST_STATE_KEYS must be set/,
+    ],
+    [
+      'a short API key',
+      { HOST: '0.0.0.0', AUTH_API_KEYS: 'ci:too-short' },
+      /AUTH_API_KEYS: entry 1 \(principal "ci"\): key shorter than 16 characters/,
+    ],
   ];
   it('worker: no authentication settings needed, even in production off loopback (it only fails here on the unreachable Redis)', () => {
     const r = run('worker', { HOST: '0.0.0.0', NODE_ENV: 'production' });

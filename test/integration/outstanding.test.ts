@@ -1,3 +1,4 @@
+// @needs redis
 /**
  * Integration tests of the per-principal outstanding-task count (MAX_OUTSTANDING_TASKS, issue
  * 10 §4): `TaskStore.reserveOutstanding` / `releaseOutstanding` / `repairOutstanding` and
@@ -11,6 +12,7 @@ import assert from 'node:assert/strict';
 import { createHash, randomBytes } from 'node:crypto';
 import { Redis } from 'ioredis';
 import { newTaskId, OUTSTANDING_CREATE_GRACE_MS, OUTSTANDING_REPAIR_EVERY_MS, TaskStore } from '@mcp-tasks/task-store';
+import { deleteKeysUnder, keysUnder } from '../support/redis-keys.js';
 
 const REDIS_URL = process.env.TEST_REDIS_URL ?? 'redis://127.0.0.1:6379';
 const PREFIX = `unit-${randomBytes(8).toString('hex')}`;
@@ -25,16 +27,8 @@ let store2: TaskStore;
 /** A fresh principal per test (the repair throttle is per principal). */
 const principal = (name: string) => `key:${name}-${randomBytes(4).toString('hex')}`;
 
-async function prefixKeys(): Promise<string[]> {
-  const out: string[] = [];
-  let cursor = '0';
-  do {
-    const [next, keys] = await redis.scan(cursor, 'MATCH', `${PREFIX}:*`, 'COUNT', 1000);
-    cursor = next;
-    out.push(...keys);
-  } while (cursor !== '0');
-  return out.sort();
-}
+/** This file's keys, sorted. */
+const prefixKeys = () => keysUnder(redis, PREFIX);
 
 /** A task record of `owner` with id `taskId` (as the gateway writes it after the reservation). */
 async function record(owner: string, taskId: string) {
@@ -49,8 +43,7 @@ before(async () => {
 });
 
 after(async () => {
-  const keys = await prefixKeys();
-  if (keys.length) await redis.del(...keys);
+  await deleteKeysUnder(redis, PREFIX);
   await Promise.all([redis.quit(), other.quit()]);
 });
 
@@ -59,12 +52,17 @@ describe('reserveOutstanding / releaseOutstanding', () => {
     const p = principal('alice');
     const now = Date.now();
     const ids = Array.from({ length: 4 }, () => newTaskId());
-    for (let i = 0; i < 3; i++) assert.deepEqual(await store.reserveOutstanding(p, ids[i]!, 3, now + HOUR), { ok: true, count: i + 1 });
+    for (let i = 0; i < 3; i++)
+      assert.deepEqual(await store.reserveOutstanding(p, ids[i]!, 3, now + HOUR), { ok: true, count: i + 1 });
     const keysBefore = await prefixKeys();
     assert.deepEqual(await store.reserveOutstanding(p, ids[3]!, 3, now + HOUR), { ok: false, count: 3 });
     assert.deepEqual(await prefixKeys(), keysBefore, 'a refused reservation creates no key');
     assert.equal(await redis.zscore(store.outstandingKeys(p).outstanding, ids[3]!), null);
-    assert.deepEqual(await store.reserveOutstanding(p, ids[0]!, 3, now + HOUR), { ok: true, count: 3 }, 'the same id again: already counted');
+    assert.deepEqual(
+      await store.reserveOutstanding(p, ids[0]!, 3, now + HOUR),
+      { ok: true, count: 3 },
+      'the same id again: already counted',
+    );
     assert.equal(await store.outstandingCount(p), 3);
 
     await store.releaseOutstanding(p, ids[1]!);
@@ -86,7 +84,10 @@ describe('reserveOutstanding / releaseOutstanding', () => {
       assert.equal(Number(await redis.call('PEXPIRETIME', k)), now + 2 * HOUR, `${k} expires with its latest member`);
     }
     // Another principal has its own count.
-    assert.deepEqual(await store.reserveOutstanding(principal('bob'), newTaskId(), 1, now + HOUR), { ok: true, count: 1 });
+    assert.deepEqual(await store.reserveOutstanding(principal('bob'), newTaskId(), 1, now + HOUR), {
+      ok: true,
+      count: 1,
+    });
   });
 
   it('a task whose expiry has passed no longer counts (its record is gone)', async () => {
@@ -96,7 +97,10 @@ describe('reserveOutstanding / releaseOutstanding', () => {
     await store.reserveOutstanding(p, short, 2, now + 60_000, now);
     await store.reserveOutstanding(p, newTaskId(), 2, now + HOUR, now);
     // 61 s later the first one has expired: the slot is free without any release.
-    assert.deepEqual(await store.reserveOutstanding(p, newTaskId(), 2, now + HOUR, now + 61_000), { ok: true, count: 2 });
+    assert.deepEqual(await store.reserveOutstanding(p, newTaskId(), 2, now + HOUR, now + 61_000), {
+      ok: true,
+      count: 2,
+    });
     assert.equal(await redis.zscore(store.outstandingKeys(p).outstanding, short), null);
     assert.equal(await redis.zscore(store.outstandingKeys(p).since, short), null);
   });
@@ -105,11 +109,17 @@ describe('reserveOutstanding / releaseOutstanding', () => {
     for (const limit of [1, 10, 50]) {
       const p = principal(`race${limit}`);
       const results = await Promise.all(
-        Array.from({ length: 200 }, (_, i) => (i % 2 ? store2 : store).reserveOutstanding(p, newTaskId(), limit, Date.now() + HOUR)),
+        Array.from({ length: 200 }, (_, i) =>
+          (i % 2 ? store2 : store).reserveOutstanding(p, newTaskId(), limit, Date.now() + HOUR),
+        ),
       );
       const passed = results.filter((r) => r.ok);
       assert.equal(passed.length, limit, `limit ${limit}: ${passed.length} passed`);
-      assert.deepEqual(passed.map((r) => r.count).sort((a, b) => a - b), Array.from({ length: limit }, (_, i) => i + 1), 'each pass saw its own count');
+      assert.deepEqual(
+        passed.map((r) => r.count).sort((a, b) => a - b),
+        Array.from({ length: limit }, (_, i) => i + 1),
+        'each pass saw its own count',
+      );
       for (const r of results.filter((x) => !x.ok)) assert.equal(r.count, limit);
       assert.equal(await redis.zcard(store.outstandingKeys(p).outstanding), limit);
     }
@@ -117,7 +127,9 @@ describe('reserveOutstanding / releaseOutstanding', () => {
     for (let round = 0; round < 20; round++) {
       const p = principal(`pair${round}`);
       for (let i = 0; i < 4; i++) await store.reserveOutstanding(p, newTaskId(), 5, Date.now() + HOUR);
-      const pair = await Promise.all([store, store2].map((s) => s.reserveOutstanding(p, newTaskId(), 5, Date.now() + HOUR)));
+      const pair = await Promise.all(
+        [store, store2].map((s) => s.reserveOutstanding(p, newTaskId(), 5, Date.now() + HOUR)),
+      );
       assert.equal(pair.filter((r) => r.ok).length, 1, `round ${round}: ${JSON.stringify(pair)}`);
     }
   });
@@ -164,8 +176,16 @@ describe('repair of lost releases', () => {
     // Nothing to repair yet: the refusal spends this interval's repair.
     assert.deepEqual(await store.reserveOutstanding(p, newTaskId(), 2, now + HOUR, now), { ok: false, count: 2 });
     await store.fail(ids[0]!, {}, { code: -32603, message: 'x' }, 'x'); // its release is lost
-    assert.deepEqual(await store.reserveOutstanding(p, newTaskId(), 2, now + HOUR, now + 1000), { ok: false, count: 2 }, 'within the interval: no repair');
-    assert.deepEqual(await store.reserveOutstanding(p, newTaskId(), 2, now + HOUR, now + OUTSTANDING_REPAIR_EVERY_MS), { ok: true, count: 2 }, 'next interval: repaired');
+    assert.deepEqual(
+      await store.reserveOutstanding(p, newTaskId(), 2, now + HOUR, now + 1000),
+      { ok: false, count: 2 },
+      'within the interval: no repair',
+    );
+    assert.deepEqual(
+      await store.reserveOutstanding(p, newTaskId(), 2, now + HOUR, now + OUTSTANDING_REPAIR_EVERY_MS),
+      { ok: true, count: 2 },
+      'next interval: repaired',
+    );
   });
 
   it('records of another principal are never counted or dropped (the zset is per principal)', async () => {

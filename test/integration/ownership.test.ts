@@ -1,3 +1,4 @@
+// @needs redis
 /**
  * Integration tests of the owner check inside the transition scripts (T-44; cases N-01, B-14;
  * issue 10 §2): `applyInputResponses-1.lua` and `requestCancel-1.lua` take the caller's
@@ -13,6 +14,7 @@ import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import { Redis } from 'ioredis';
 import { TaskStore, type ActAs, type CreateTaskInput, type TaskRecord } from '@mcp-tasks/task-store';
+import { deleteKeysUnder } from '../support/redis-keys.js';
 
 const REDIS_URL = process.env.TEST_REDIS_URL ?? 'redis://127.0.0.1:6379';
 const PREFIX = `unit-${randomBytes(8).toString('hex')}`;
@@ -29,7 +31,10 @@ let sub: Redis;
 let store: TaskStore;
 const received: { channel: string; message: string }[] = [];
 
-const ELICIT = { method: 'elicitation/create', params: { mode: 'form', message: 'Confirm?', requestedSchema: { type: 'object', properties: {} } } };
+const ELICIT = {
+  method: 'elicitation/create',
+  params: { mode: 'form', message: 'Confirm?', requestedSchema: { type: 'object', properties: {} } },
+};
 
 function input(over: Partial<CreateTaskInput> = {}): CreateTaskInput {
   return { owner: ALICE, tool: 'ask_confirm', args: {}, mode: 'task', ttlMs: 120_000, pollIntervalMs: 2000, ...over };
@@ -41,7 +46,10 @@ async function parked(over: Partial<CreateTaskInput> = {}, keys = ['confirm.1'])
   const c = await store.claimStep(rec.taskId, 1, 'tok');
   assert.equal(c.code, 'ok');
   const fence = (c as { fence: string }).fence;
-  assert.deepEqual(await store.parkForInput(rec.taskId, fence, Object.fromEntries(keys.map((k) => [k, ELICIT])), { s: 1 }, 'Waiting'), { code: 'ok' });
+  assert.deepEqual(
+    await store.parkForInput(rec.taskId, fence, Object.fromEntries(keys.map((k) => [k, ELICIT])), { s: 1 }, 'Waiting'),
+    { code: 'ok' },
+  );
   return rec;
 }
 
@@ -54,7 +62,10 @@ async function running(over: Partial<CreateTaskInput> = {}): Promise<TaskRecord>
 
 /** Every field of the hash and its absolute expiry. */
 async function snapshot(taskId: string) {
-  return { hash: await redis.hgetall(store.key(taskId)), expireAt: Number(await redis.call('PEXPIRETIME', store.key(taskId))) };
+  return {
+    hash: await redis.hgetall(store.key(taskId)),
+    expireAt: Number(await redis.call('PEXPIRETIME', store.key(taskId))),
+  };
 }
 
 /** Messages published on `channel` since the last call (waits for a marker: delivery is ordered). */
@@ -91,12 +102,7 @@ before(async () => {
 });
 
 after(async () => {
-  let cursor = '0';
-  do {
-    const [next, keys] = await redis.scan(cursor, 'MATCH', `${PREFIX}:*`, 'COUNT', 1000);
-    cursor = next;
-    if (keys.length) await redis.del(...keys);
-  } while (cursor !== '0');
+  await deleteKeysUnder(redis, PREFIX);
   await Promise.all([redis.quit(), sub.quit()]);
 });
 
@@ -110,18 +116,33 @@ describe('cases N-01 / B-14: tasks/update (applyInputResponses) checks the owner
       const rec = await parked({ owner });
       await published(store.channel(rec.taskId));
       const before = await snapshot(rec.taskId);
-      const foreign = await store.applyInputResponses(rec.taskId, { 'confirm.1': { action: 'accept', content: { confirm: true } } }, { owner: other, mode: 'task' });
-      const unknown = await store.applyInputResponses(UNKNOWN_ID, { 'confirm.1': { action: 'accept', content: { confirm: true } } }, { owner: other, mode: 'task' });
+      const foreign = await store.applyInputResponses(
+        rec.taskId,
+        { 'confirm.1': { action: 'accept', content: { confirm: true } } },
+        { owner: other, mode: 'task' },
+      );
+      const unknown = await store.applyInputResponses(
+        UNKNOWN_ID,
+        { 'confirm.1': { action: 'accept', content: { confirm: true } } },
+        { owner: other, mode: 'task' },
+      );
       assert.deepEqual(foreign, { code: 'gone' }, `${other} answering ${owner}'s task`);
       assert.deepEqual(foreign, unknown, 'indistinguishable from an unknown id');
       assert.deepEqual(await snapshot(rec.taskId), before, 'HGETALL and expiry byte-for-byte unchanged');
       assert.deepEqual(await published(store.channel(rec.taskId)), [], 'nothing published');
       // The owner's own answer still works.
-      assert.deepEqual(await store.applyInputResponses(rec.taskId, { 'confirm.1': { action: 'accept', content: { confirm: true } } }, { owner, mode: 'task' }), {
-        code: 'resumed',
-        step: 2,
-        applied: 1,
-      });
+      assert.deepEqual(
+        await store.applyInputResponses(
+          rec.taskId,
+          { 'confirm.1': { action: 'accept', content: { confirm: true } } },
+          { owner, mode: 'task' },
+        ),
+        {
+          code: 'resumed',
+          step: 2,
+          applied: 1,
+        },
+      );
       assert.deepEqual(await published(store.channel(rec.taskId)), ['working']);
     }
   });
@@ -129,23 +150,56 @@ describe('cases N-01 / B-14: tasks/update (applyInputResponses) checks the owner
   it('the owner with the wrong mode gets "gone": a synchronous call\'s task is not reachable through tasks/update, nor a task through a sync retry', async () => {
     const syncTask = await parked({ mode: 'sync' });
     const before = await snapshot(syncTask.taskId);
-    assert.deepEqual(await store.applyInputResponses(syncTask.taskId, { 'confirm.1': { action: 'accept' } }, { owner: ALICE, mode: 'task' }), { code: 'gone' });
+    assert.deepEqual(
+      await store.applyInputResponses(
+        syncTask.taskId,
+        { 'confirm.1': { action: 'accept' } },
+        { owner: ALICE, mode: 'task' },
+      ),
+      { code: 'gone' },
+    );
     assert.deepEqual(await snapshot(syncTask.taskId), before);
-    assert.equal((await store.applyInputResponses(syncTask.taskId, { 'confirm.1': { action: 'accept' } }, { owner: ALICE, mode: 'sync' })).code, 'resumed');
+    assert.equal(
+      (
+        await store.applyInputResponses(
+          syncTask.taskId,
+          { 'confirm.1': { action: 'accept' } },
+          { owner: ALICE, mode: 'sync' },
+        )
+      ).code,
+      'resumed',
+    );
 
     const task = await parked({ mode: 'task' });
     const beforeTask = await snapshot(task.taskId);
-    assert.deepEqual(await store.applyInputResponses(task.taskId, { 'confirm.1': { action: 'accept' } }, { owner: ALICE, mode: 'sync' }), { code: 'gone' });
+    assert.deepEqual(
+      await store.applyInputResponses(
+        task.taskId,
+        { 'confirm.1': { action: 'accept' } },
+        { owner: ALICE, mode: 'sync' },
+      ),
+      { code: 'gone' },
+    );
     assert.deepEqual(await snapshot(task.taskId), beforeTask);
   });
 
   it('a foreign terminal or working task is "gone" too (not "ignored" with its status, which would reveal it exists)', async () => {
     const work = await running();
-    assert.deepEqual(await store.applyInputResponses(work.taskId, { a: {} }, { owner: MALLORY, mode: 'task' }), { code: 'gone' });
-    assert.deepEqual(await store.applyInputResponses(work.taskId, { a: {} }, { owner: ALICE, mode: 'task' }), { code: 'ignored', status: 'working' });
+    assert.deepEqual(await store.applyInputResponses(work.taskId, { a: {} }, { owner: MALLORY, mode: 'task' }), {
+      code: 'gone',
+    });
+    assert.deepEqual(await store.applyInputResponses(work.taskId, { a: {} }, { owner: ALICE, mode: 'task' }), {
+      code: 'ignored',
+      status: 'working',
+    });
     const done = await running();
-    assert.deepEqual(await store.requestCancel(done.taskId, 'Cancelled by client request', { owner: ALICE, mode: 'task' }), { code: 'requested', jobId: `t.${done.taskId}.1` });
-    assert.deepEqual(await store.applyInputResponses(done.taskId, { a: {} }, { owner: MALLORY, mode: 'task' }), { code: 'gone' });
+    assert.deepEqual(
+      await store.requestCancel(done.taskId, 'Cancelled by client request', { owner: ALICE, mode: 'task' }),
+      { code: 'requested', jobId: `t.${done.taskId}.1` },
+    );
+    assert.deepEqual(await store.applyInputResponses(done.taskId, { a: {} }, { owner: MALLORY, mode: 'task' }), {
+      code: 'gone',
+    });
     await published(store.cancelChannel);
   });
 
@@ -168,7 +222,11 @@ describe('cases N-01 / B-14: tasks/cancel (requestCancel) checks the owner insid
     for (const rec of tasks) {
       await published(store.channel(rec.taskId));
       const before = await snapshot(rec.taskId);
-      for (const as of [{ owner: MALLORY, mode: 'task' }, { owner: JWT_SAME_SUB_OTHER_ISS }, { owner: ALICE, mode: 'sync' }] as ActAs[]) {
+      for (const as of [
+        { owner: MALLORY, mode: 'task' },
+        { owner: JWT_SAME_SUB_OTHER_ISS },
+        { owner: ALICE, mode: 'sync' },
+      ] as ActAs[]) {
         const r = await store.requestCancel(rec.taskId, 'Cancelled by client request', as);
         assert.deepEqual(r, { code: 'gone' }, `${JSON.stringify(as)} on a ${before.hash.status} task`);
         assert.deepEqual(r, await store.requestCancel(UNKNOWN_ID, 'Cancelled by client request', as));
@@ -179,15 +237,26 @@ describe('cases N-01 / B-14: tasks/cancel (requestCancel) checks the owner insid
     assert.deepEqual(await published(store.cancelChannel), [], 'no job was told to abort');
     // The owner's cancel still works, on each.
     const as: ActAs = { owner: ALICE, mode: 'task' };
-    assert.deepEqual(await store.requestCancel(tasks[0]!.taskId, 'Cancelled by client request', as), { code: 'cancelled' });
-    assert.deepEqual(await store.requestCancel(tasks[1]!.taskId, 'Cancelled by client request', as), { code: 'requested', jobId: `t.${tasks[1]!.taskId}.1` });
-    assert.deepEqual(await store.requestCancel(tasks[2]!.taskId, 'Cancelled by client request', as), { code: 'terminal', status: 'completed' });
+    assert.deepEqual(await store.requestCancel(tasks[0]!.taskId, 'Cancelled by client request', as), {
+      code: 'cancelled',
+    });
+    assert.deepEqual(await store.requestCancel(tasks[1]!.taskId, 'Cancelled by client request', as), {
+      code: 'requested',
+      jobId: `t.${tasks[1]!.taskId}.1`,
+    });
+    assert.deepEqual(await store.requestCancel(tasks[2]!.taskId, 'Cancelled by client request', as), {
+      code: 'terminal',
+      status: 'completed',
+    });
     assert.deepEqual(await published(store.cancelChannel), [`t.${tasks[1]!.taskId}.1`]);
   });
 
-  it('a synchronous call\'s disconnect (system caller, no owner) still cancels', async () => {
+  it("a synchronous call's disconnect (system caller, no owner) still cancels", async () => {
     const rec = await running({ mode: 'sync' });
-    assert.deepEqual(await store.requestCancel(rec.taskId, 'Cancelled: the client closed the request'), { code: 'requested', jobId: `t.${rec.taskId}.1` });
+    assert.deepEqual(await store.requestCancel(rec.taskId, 'Cancelled: the client closed the request'), {
+      code: 'requested',
+      jobId: `t.${rec.taskId}.1`,
+    });
     await published(store.cancelChannel);
   });
 });
@@ -199,17 +268,32 @@ describe('applyInputResponses with 100,000 keys (issue 10 §5)', () => {
     for (let i = 0; i < 100_000; i++) flood[`k${i}`] = { action: 'accept', content: { v: 'x'.repeat(20) } };
     const before = await snapshot(rec.taskId);
     let started = Date.now();
-    assert.deepEqual(await store.applyInputResponses(rec.taskId, flood, { owner: ALICE, mode: 'task' }), { code: 'ignored', status: 'input_required' });
+    assert.deepEqual(await store.applyInputResponses(rec.taskId, flood, { owner: ALICE, mode: 'task' }), {
+      code: 'ignored',
+      status: 'input_required',
+    });
     const unknownMs = Date.now() - started;
     assert.deepEqual(await snapshot(rec.taskId), before, 'nothing written');
 
     started = Date.now();
-    const r = await store.applyInputResponses(rec.taskId, { ...flood, 'confirm.1': { action: 'accept', content: { confirm: true } } }, { owner: ALICE, mode: 'task' });
+    const r = await store.applyInputResponses(
+      rec.taskId,
+      { ...flood, 'confirm.1': { action: 'accept', content: { confirm: true } } },
+      { owner: ALICE, mode: 'task' },
+    );
     const mixedMs = Date.now() - started;
     assert.deepEqual(r, { code: 'partial', applied: 1 });
     const fields = Object.keys(await redis.hgetall(store.key(rec.taskId)));
-    assert.deepEqual(fields.filter((f) => f.startsWith('resp:')), ['resp:confirm.1'], 'only the outstanding key was stored');
-    assert.equal(fields.length, Object.keys(before.hash).length, 'req:confirm.1 became resp:confirm.1; no other field appeared');
+    assert.deepEqual(
+      fields.filter((f) => f.startsWith('resp:')),
+      ['resp:confirm.1'],
+      'only the outstanding key was stored',
+    );
+    assert.equal(
+      fields.length,
+      Object.keys(before.hash).length,
+      'req:confirm.1 became resp:confirm.1; no other field appeared',
+    );
     t.diagnostic(`100k unknown keys: ${unknownMs} ms; 100k + 1 real key: ${mixedMs} ms`);
     // Before the guard, 200k script arguments overflowed the JS call stack ("Maximum call stack
     // size exceeded"). The work is now one HKEYS and one small script call: well under a second

@@ -1,3 +1,4 @@
+// @needs redis
 /**
  * The reconciler's orphan check after a Redis outage (issue 9 §6, apps/worker/src/reconcile.ts
  * with redis-continuity.ts): a synchronous call whose hold lapsed only because nobody could
@@ -13,6 +14,7 @@ import { createLogger } from '@mcp-tasks/observability';
 import { TaskStore } from '@mcp-tasks/task-store';
 import { JobQueues } from '@mcp-tasks/jobs';
 import { reconcileOnce } from '../../apps/worker/src/reconcile.js';
+import { deleteKeysUnder } from '../support/redis-keys.js';
 
 const REDIS_URL = process.env.TEST_REDIS_URL ?? 'redis://127.0.0.1:6379';
 const PREFIX = `unit-${randomBytes(8).toString('hex')}`;
@@ -29,18 +31,24 @@ describe('reconciler orphan check and Redis continuity (issue 9 §6)', () => {
   });
   after(async () => {
     await queues.close();
-    let cursor = '0';
-    do {
-      const [next, keys] = await redis.scan(cursor, 'MATCH', `${PREFIX}:*`, 'COUNT', 1000);
-      cursor = next;
-      if (keys.length) await redis.del(...keys);
-    } while (cursor !== '0');
+    await deleteKeysUnder(redis, PREFIX);
     redis.disconnect();
   });
 
   /** A held synchronous call, running, whose holder last renewed at `heldAt`. */
   async function heldCall(heldAt: number): Promise<string> {
-    const rec = await store.create({ owner: 'key:alice', tool: 'slow_echo', args: { seconds: 60 }, mode: 'sync', ttlMs: 120_000, pollIntervalMs: 1000 }, undefined, heldAt);
+    const rec = await store.create(
+      {
+        owner: 'key:alice',
+        tool: 'slow_echo',
+        args: { seconds: 60 },
+        mode: 'sync',
+        ttlMs: 120_000,
+        pollIntervalMs: 1000,
+      },
+      undefined,
+      heldAt,
+    );
     assert.equal(await store.renewHolder(rec.taskId, 1, heldAt), 1);
     assert.equal((await store.claimStep(rec.taskId, 1, 'tok', heldAt)).code, 'ok');
     await store.scheduleReconcile(rec.taskId, 0, 120_000, heldAt);

@@ -1,3 +1,4 @@
+// @needs redis redis-server
 /**
  * The worker's view of Redis continuity (apps/worker/src/redis-continuity.ts, issue 9 §6/§8):
  * Redis frozen for longer than `awayAfterMs` counts as away, and is back from when it answers
@@ -75,6 +76,9 @@ describe('Redis continuity as a worker sees it', () => {
     const resumedAt = performance.now();
     await waitFor(() => !w.away, 3000, 20, 'Redis to count as back');
     const back = w.unbrokenForMs();
-    assert.ok(back < performance.now() - resumedAt + 1, `unbroken for ${back} ms: counted from its answer after SIGCONT`);
+    assert.ok(
+      back < performance.now() - resumedAt + 1,
+      `unbroken for ${back} ms: counted from its answer after SIGCONT`,
+    );
   });
 });

@@ -1,3 +1,4 @@
+// @needs redis-server
 /**
  * Integration test of the gateway's Redis health verdict (`watchRedis`, D10): a slow link is
  * not a hung Redis, a hung one is seen. Real throwaway `redis-server`, the request client as the
@@ -44,15 +45,20 @@ describe('Redis health (D10): a slow link stays healthy, a hung Redis does not',
     // Other requests' commands, back to back: an auto-pipeline is always in flight. A PING
     // queued behind it would take up to two round trips (over 2.4 s here).
     let busy = true;
-    const load = Promise.all(Array.from({ length: 4 }, async () => {
-      while (busy) await redis.get('health-test-key');
-    }));
+    const load = Promise.all(
+      Array.from({ length: 4 }, async () => {
+        while (busy) await redis.get('health-test-key');
+      }),
+    );
     try {
       await sleep(100);
       const t1 = Date.now();
       await redis.ping();
       const busyPing = Date.now() - t1;
-      assert.ok(busyPing < 1.5 * rtt, `a PING beside a busy auto-pipeline took ${busyPing} ms (one round trip: ${rtt} ms)`);
+      assert.ok(
+        busyPing < 1.5 * rtt,
+        `a PING beside a busy auto-pipeline took ${busyPing} ms (one round trip: ${rtt} ms)`,
+      );
       const end = Date.now() + 6000;
       let samples = 0;
       while (Date.now() < end) {

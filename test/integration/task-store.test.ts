@@ -1,3 +1,4 @@
+// @needs redis
 /**
  * Integration tests of the task record (design D3, D4): every Lua transition of
  * `packages/task-store` and its guards, against the real shared Redis (TEST_REDIS_URL, default
@@ -27,6 +28,7 @@ import {
   type TaskRecord,
   type TaskStatus,
 } from '@mcp-tasks/task-store';
+import { deleteKeysUnder } from '../support/redis-keys.js';
 
 const REDIS_URL = process.env.TEST_REDIS_URL ?? 'redis://127.0.0.1:6379';
 const PREFIX = `unit-${randomBytes(8).toString('hex')}`;
@@ -59,7 +61,7 @@ async function drain(channel: string): Promise<string[]> {
     const idx = received.findIndex((m) => m.channel === channel && m.message === marker);
     if (idx >= 0) {
       const out: string[] = [];
-      for (let i = 0; i <= idx; ) {
+      for (let i = 0; i <= idx;) {
         const m = received[i]!;
         if (m.channel === channel) {
           received.splice(i, 1);
@@ -116,8 +118,14 @@ async function snapshot(taskId: string): Promise<{ hash: Record<string, string>;
   return { hash, expireAt };
 }
 
-const ELICIT_A = { method: 'elicitation/create', params: { mode: 'form', message: 'A?', requestedSchema: { type: 'object', properties: {} } } };
-const ELICIT_B = { method: 'elicitation/create', params: { mode: 'form', message: 'B?', requestedSchema: { type: 'object', properties: {} } } };
+const ELICIT_A = {
+  method: 'elicitation/create',
+  params: { mode: 'form', message: 'A?', requestedSchema: { type: 'object', properties: {} } },
+};
+const ELICIT_B = {
+  method: 'elicitation/create',
+  params: { mode: 'form', message: 'B?', requestedSchema: { type: 'object', properties: {} } },
+};
 const ELICIT_C = { method: 'roots/list' };
 
 /** Drives a fresh task to `status` through the real scripts. */
@@ -156,13 +164,7 @@ before(async () => {
 });
 
 after(async () => {
-  // Delete only this file's keys.
-  let cursor = '0';
-  do {
-    const [next, keys] = await redis.scan(cursor, 'MATCH', `${PREFIX}:*`, 'COUNT', 1000);
-    cursor = next;
-    if (keys.length) await redis.del(...keys);
-  } while (cursor !== '0');
+  await deleteKeysUnder(redis, PREFIX); // only this file's keys
   await Promise.all([redis, sub, ...extra].map((c) => c.quit()));
 });
 
@@ -228,7 +230,14 @@ describe('createTask', () => {
     const r = await scripts().createTask!(
       store.key(rec.taskId),
       String(Date.now() + 5000),
-      'status', 'working', 'owner', 'mallory', 'step', '1', 'fence', '0',
+      'status',
+      'working',
+      'owner',
+      'mallory',
+      'step',
+      '1',
+      'fence',
+      '0',
     );
     assert.equal(r, 0);
     assert.deepEqual(await snapshot(rec.taskId), before);
@@ -264,7 +273,12 @@ describe('claimStep', () => {
       assert.equal(c.attempt, i + 1, 'issue 9 §6: ctx.attempt counts the runs of the step');
       const seen = await mustGet(rec.taskId);
       if (i === 0) assert.doesNotMatch(seen.statusMessage ?? '', /Restarted/, 'a first run says nothing of restarts');
-      else assert.equal(seen.statusMessage, `Restarted after its worker stopped (attempt ${i + 1})`, 'issue 9 §6: the client sees the re-run');
+      else
+        assert.equal(
+          seen.statusMessage,
+          `Restarted after its worker stopped (attempt ${i + 1})`,
+          'issue 9 §6: the client sees the re-run',
+        );
     }
     for (let i = 1; i < fences.length; i++) assert.ok(fences[i]! > fences[i - 1]!, `fences ${fences} must increase`);
     assert.ok(fences[0]! > 0, 'the first fence is not the initial 0');
@@ -315,7 +329,11 @@ describe('claimStep', () => {
     const f1 = await claim(rec.taskId, 1);
     await store.parkForInput(rec.taskId, f1, { 'audience-1': ELICIT_A }, { topic: 'tidal energy', n: 1 }, 'Waiting');
     const answer = { action: 'accept', content: { audience: 'team' } };
-    assert.deepEqual(await store.applyInputResponses(rec.taskId, { 'audience-1': answer }), { code: 'resumed', step: 2, applied: 1 });
+    assert.deepEqual(await store.applyInputResponses(rec.taskId, { 'audience-1': answer }), {
+      code: 'resumed',
+      step: 2,
+      applied: 1,
+    });
     const c = await store.claimStep(rec.taskId, 2, 'tok');
     assert.equal(c.code, 'ok');
     if (c.code !== 'ok') return;
@@ -335,7 +353,10 @@ describe('fencing: a stale attempt cannot write (D3)', () => {
     assert.notEqual(f1, f2);
     const before = await snapshot(rec.taskId);
     const fenced = { code: 'fenced', status: 'working' };
-    assert.deepEqual(await store.reportProgress(rec.taskId, f1, { statusMessage: 'late', progress: { progress: 9, total: 10 } }), fenced);
+    assert.deepEqual(
+      await store.reportProgress(rec.taskId, f1, { statusMessage: 'late', progress: { progress: 9, total: 10 } }),
+      fenced,
+    );
     assert.deepEqual(await store.parkForInput(rec.taskId, f1, { late: ELICIT_A }, null, 'late'), fenced);
     assert.deepEqual(await store.complete(rec.taskId, f1, { content: [] }, 'late'), fenced);
     assert.deepEqual(await store.fail(rec.taskId, { fence: f1 }, { code: -32603, message: 'late' }, 'late'), fenced);
@@ -343,12 +364,17 @@ describe('fencing: a stale attempt cannot write (D3)', () => {
     assert.deepEqual(await snapshot(rec.taskId), before, 'refused writes change nothing');
     assert.deepEqual(await drain(store.channel(rec.taskId)), []);
     // The current fence still writes.
-    const ok = await store.reportProgress(rec.taskId, f2, { statusMessage: '3/10', progress: { progress: 3, total: 10 } });
+    const ok = await store.reportProgress(rec.taskId, f2, {
+      statusMessage: '3/10',
+      progress: { progress: 3, total: 10 },
+    });
     assert.deepEqual(ok, { code: 'ok', cancelRequested: false });
     const after = await mustGet(rec.taskId);
     assert.equal(after.statusMessage, '3/10');
     assert.deepEqual(after.progress, { progress: 3, total: 10 });
-    assert.deepEqual(await store.complete(rec.taskId, f2, { content: [{ type: 'text', text: 'ok' }] }, 'Done'), { code: 'ok' });
+    assert.deepEqual(await store.complete(rec.taskId, f2, { content: [{ type: 'text', text: 'ok' }] }, 'Done'), {
+      code: 'ok',
+    });
   });
 
   it('a write with a fence that was never handed out (no claim yet, fence "0" or "") is refused', async () => {
@@ -356,9 +382,17 @@ describe('fencing: a stale attempt cannot write (D3)', () => {
     const before = await snapshot(rec.taskId);
     for (const fence of ['', '0', '1']) {
       const r = await store.complete(rec.taskId, fence, { content: [] }, 'forged');
-      assert.notEqual(r.code, 'ok', `complete with fence ${JSON.stringify(fence)} before any claim must be refused, got ${JSON.stringify(r)}`);
+      assert.notEqual(
+        r.code,
+        'ok',
+        `complete with fence ${JSON.stringify(fence)} before any claim must be refused, got ${JSON.stringify(r)}`,
+      );
       const p = await store.reportProgress(rec.taskId, fence, { statusMessage: 'forged' });
-      assert.notEqual(p.code, 'ok', `reportProgress with fence ${JSON.stringify(fence)} before any claim must be refused`);
+      assert.notEqual(
+        p.code,
+        'ok',
+        `reportProgress with fence ${JSON.stringify(fence)} before any claim must be refused`,
+      );
     }
     assert.deepEqual(await snapshot(rec.taskId), before);
   });
@@ -375,7 +409,10 @@ describe('fencing: a stale attempt cannot write (D3)', () => {
     assert.deepEqual(await store.parkForInput(rec.taskId, f1, { k2: ELICIT_B }, null, 'late'), stale);
     assert.equal((await mustGet(rec.taskId)).status, 'input_required');
 
-    assert.equal((await store.applyInputResponses(rec.taskId, { k1: { action: 'accept', content: {} } })).code, 'resumed');
+    assert.equal(
+      (await store.applyInputResponses(rec.taskId, { k1: { action: 'accept', content: {} } })).code,
+      'resumed',
+    );
     // Step 2 is working but nobody has claimed it yet: the step-1 attempt must not write into it.
     const before = await snapshot(rec.taskId);
     const late = await store.complete(rec.taskId, f1, { content: [{ type: 'text', text: 'from step 1' }] }, 'late');
@@ -384,7 +421,10 @@ describe('fencing: a stale attempt cannot write (D3)', () => {
     // And after step 2 is claimed, the old fence is fenced.
     const f2 = await claim(rec.taskId, 2);
     assert.notEqual(f2, f1);
-    assert.deepEqual(await store.reportProgress(rec.taskId, f1, { statusMessage: 'late' }), { code: 'fenced', status: 'working' });
+    assert.deepEqual(await store.reportProgress(rec.taskId, f1, { statusMessage: 'late' }), {
+      code: 'fenced',
+      status: 'working',
+    });
     assert.deepEqual(await store.complete(rec.taskId, f1, { content: [] }), { code: 'fenced', status: 'working' });
     assert.deepEqual(await store.complete(rec.taskId, f2, { content: [] }), { code: 'ok' });
   });
@@ -402,9 +442,15 @@ describe('T-13: terminal states are absorbing', () => {
       const id = rec.taskId;
       assert.deepEqual(await store.claimStep(id, 1, 't'), { ...terminal, owner: 'alice' });
       assert.deepEqual(await store.claimStep(id, 2, 't'), { ...terminal, owner: 'alice' });
-      assert.deepEqual(await store.reportProgress(id, fence, { statusMessage: 'x', progress: { progress: 1 } }), terminal);
+      assert.deepEqual(
+        await store.reportProgress(id, fence, { statusMessage: 'x', progress: { progress: 1 } }),
+        terminal,
+      );
       assert.deepEqual(await store.parkForInput(id, fence, { zz: ELICIT_A }, null, 'x'), terminal);
-      assert.deepEqual(await store.applyInputResponses(id, { 'q-1': { action: 'accept' } }), { code: 'ignored', status });
+      assert.deepEqual(await store.applyInputResponses(id, { 'q-1': { action: 'accept' } }), {
+        code: 'ignored',
+        status,
+      });
       assert.deepEqual(await store.complete(id, fence, { content: [] }, 'x'), terminal);
       assert.deepEqual(await store.fail(id, { fence }, { code: -32603, message: 'x' }, 'x'), terminal);
       assert.deepEqual(await store.fail(id, {}, { code: -32603, message: 'x' }, 'x'), terminal);
@@ -420,9 +466,17 @@ describe('T-13: terminal states are absorbing', () => {
 
   it('T-13: a task failed by the system while input_required stays failed; its input bookkeeping is cleared', async () => {
     const { rec, fence } = await taskIn('input_required');
-    const r = await store.fail(rec.taskId, { expectStatus: 'input_required', expectStep: 1 }, { code: -32603, message: 'timeout' }, 'Timed out');
+    const r = await store.fail(
+      rec.taskId,
+      { expectStatus: 'input_required', expectStep: 1 },
+      { code: -32603, message: 'timeout' },
+      'Timed out',
+    );
     assert.deepEqual(r, { code: 'ok' });
-    assert.deepEqual(await store.applyInputResponses(rec.taskId, { 'q-1': { action: 'accept' } }), { code: 'ignored', status: 'failed' });
+    assert.deepEqual(await store.applyInputResponses(rec.taskId, { 'q-1': { action: 'accept' } }), {
+      code: 'ignored',
+      status: 'failed',
+    });
     assert.deepEqual(await store.claimStep(rec.taskId, 2, 't'), { code: 'terminal', status: 'failed', owner: 'alice' });
     assert.deepEqual(await store.complete(rec.taskId, fence, { content: [] }), { code: 'terminal', status: 'failed' });
     const after = await mustGet(rec.taskId);
@@ -437,7 +491,14 @@ describe('parkForInput', () => {
     const rec = await newTask();
     const fence = await claim(rec.taskId);
     const t0 = Date.now();
-    const r = await store.parkForInput(rec.taskId, fence, { a: ELICIT_A, b: ELICIT_B, c: ELICIT_C }, { phase: 1 }, 'Need answers', t0);
+    const r = await store.parkForInput(
+      rec.taskId,
+      fence,
+      { a: ELICIT_A, b: ELICIT_B, c: ELICIT_C },
+      { phase: 1 },
+      'Need answers',
+      t0,
+    );
     assert.deepEqual(r, { code: 'ok' });
     const after = await mustGet(rec.taskId);
     assert.equal(after.status, 'input_required');
@@ -450,17 +511,26 @@ describe('parkForInput', () => {
     assert.deepEqual(await drain(store.channel(rec.taskId)), ['input_required']);
   });
 
-  it('T-29: a key is unique for the task\'s whole life: a reused key is refused and nothing is written', async () => {
+  it("T-29: a key is unique for the task's whole life: a reused key is refused and nothing is written", async () => {
     const rec = await newTask();
     const f1 = await claim(rec.taskId, 1);
     assert.deepEqual(await store.parkForInput(rec.taskId, f1, { k1: ELICIT_A }, null, 'Waiting'), { code: 'ok' });
-    assert.equal((await store.applyInputResponses(rec.taskId, { k1: { action: 'accept', content: {} } })).code, 'resumed');
+    assert.equal(
+      (await store.applyInputResponses(rec.taskId, { k1: { action: 'accept', content: {} } })).code,
+      'resumed',
+    );
     const f2 = await claim(rec.taskId, 2);
     await drain(store.channel(rec.taskId));
     const before = await snapshot(rec.taskId);
     // The answered key again, alone or next to a new key: refused as a whole.
-    assert.deepEqual(await store.parkForInput(rec.taskId, f2, { k1: ELICIT_B }, null, 'again'), { code: 'key_reused', key: 'k1' });
-    assert.deepEqual(await store.parkForInput(rec.taskId, f2, { k2: ELICIT_B, k1: ELICIT_A }, null, 'again'), { code: 'key_reused', key: 'k1' });
+    assert.deepEqual(await store.parkForInput(rec.taskId, f2, { k1: ELICIT_B }, null, 'again'), {
+      code: 'key_reused',
+      key: 'k1',
+    });
+    assert.deepEqual(await store.parkForInput(rec.taskId, f2, { k2: ELICIT_B, k1: ELICIT_A }, null, 'again'), {
+      code: 'key_reused',
+      key: 'k1',
+    });
     assert.deepEqual(await snapshot(rec.taskId), before, 'no partial park: no req:k2, status still working');
     assert.deepEqual(await drain(store.channel(rec.taskId)), []);
     // A fresh key is fine.
@@ -471,15 +541,23 @@ describe('parkForInput', () => {
     assert.equal((await store.applyInputResponses(rec.taskId, { k2: { action: 'decline' } })).code, 'resumed');
     const f3 = await claim(rec.taskId, 3);
     // k1 and k2 are both used for good.
-    assert.deepEqual(await store.parkForInput(rec.taskId, f3, { k2: ELICIT_A }, null, 'x'), { code: 'key_reused', key: 'k2' });
-    assert.deepEqual(await store.parkForInput(rec.taskId, f3, { k1: ELICIT_A }, null, 'x'), { code: 'key_reused', key: 'k1' });
+    assert.deepEqual(await store.parkForInput(rec.taskId, f3, { k2: ELICIT_A }, null, 'x'), {
+      code: 'key_reused',
+      key: 'k2',
+    });
+    assert.deepEqual(await store.parkForInput(rec.taskId, f3, { k1: ELICIT_A }, null, 'x'), {
+      code: 'key_reused',
+      key: 'k1',
+    });
   });
 
   it('T-36: parking a task whose cancellation was requested ends it cancelled instead', async () => {
     const rec = await newTask();
     const fence = await claim(rec.taskId);
     assert.equal((await store.requestCancel(rec.taskId)).code, 'requested');
-    assert.deepEqual(await store.parkForInput(rec.taskId, fence, { k: ELICIT_A }, null, 'Waiting'), { code: 'cancelled' });
+    assert.deepEqual(await store.parkForInput(rec.taskId, fence, { k: ELICIT_A }, null, 'Waiting'), {
+      code: 'cancelled',
+    });
     const after = await mustGet(rec.taskId);
     assert.equal(after.status, 'cancelled');
     assert.deepEqual(after.inputRequests, {});
@@ -491,8 +569,12 @@ describe('applyInputResponses (tasks/update)', () => {
   async function parked(keys: string[]): Promise<TaskRecord> {
     const rec = await newTask();
     const fence = await claim(rec.taskId);
-    const reqs = Object.fromEntries(keys.map((k) => [k, { ...ELICIT_A, params: { ...ELICIT_A.params, message: `${k}?` } }]));
-    assert.deepEqual(await store.parkForInput(rec.taskId, fence, reqs, { s: 1 }, 'Waiting', Date.now() - 1000), { code: 'ok' });
+    const reqs = Object.fromEntries(
+      keys.map((k) => [k, { ...ELICIT_A, params: { ...ELICIT_A.params, message: `${k}?` } }]),
+    );
+    assert.deepEqual(await store.parkForInput(rec.taskId, fence, reqs, { s: 1 }, 'Waiting', Date.now() - 1000), {
+      code: 'ok',
+    });
     await drain(store.channel(rec.taskId));
     return mustGet(rec.taskId);
   }
@@ -500,18 +582,35 @@ describe('applyInputResponses (tasks/update)', () => {
   it('T-31: responses for keys that are not outstanding are ignored and not stored', async () => {
     const rec = await parked(['a', 'b']);
     const before = await snapshot(rec.taskId);
-    assert.deepEqual(await store.applyInputResponses(rec.taskId, { nope: { action: 'accept' } }), { code: 'ignored', status: 'input_required' });
+    assert.deepEqual(await store.applyInputResponses(rec.taskId, { nope: { action: 'accept' } }), {
+      code: 'ignored',
+      status: 'input_required',
+    });
     assert.deepEqual(await snapshot(rec.taskId), before, 'an ignored update changes nothing (not even lastUpdatedAt)');
     // Mixed with a real key: only the real one counts.
-    assert.deepEqual(await store.applyInputResponses(rec.taskId, { a: { action: 'accept', content: { x: 1 } }, nope: { action: 'accept' } }), {
-      code: 'partial',
-      applied: 1,
-    });
+    assert.deepEqual(
+      await store.applyInputResponses(rec.taskId, {
+        a: { action: 'accept', content: { x: 1 } },
+        nope: { action: 'accept' },
+      }),
+      {
+        code: 'partial',
+        applied: 1,
+      },
+    );
     const after = await mustGet(rec.taskId);
     assert.deepEqual(Object.keys(after.inputResponses), ['a']);
     assert.equal(await redis.hexists(store.key(rec.taskId), 'resp:nope'), 0);
-    // Already answered: ignored too, the first answer stays.
-    assert.deepEqual(await store.applyInputResponses(rec.taskId, { a: { action: 'decline' } }), { code: 'ignored', status: 'input_required' });
+    // Already answered: the same answer again is ignored; a different one is refused (case B-05:
+    // of two different answers, the first applied wins and the other is told so); the first stays.
+    assert.deepEqual(await store.applyInputResponses(rec.taskId, { a: { action: 'accept', content: { x: 1 } } }), {
+      code: 'ignored',
+      status: 'input_required',
+    });
+    assert.deepEqual(await store.applyInputResponses(rec.taskId, { a: { action: 'decline' } }), {
+      code: 'conflict',
+      key: 'a',
+    });
     assert.deepEqual((await mustGet(rec.taskId)).inputResponses, { a: { action: 'accept', content: { x: 1 } } });
     assert.deepEqual(await drain(store.channel(rec.taskId)), []);
   });
@@ -519,52 +618,83 @@ describe('applyInputResponses (tasks/update)', () => {
   it('T-32: a partial set is accepted and the task stays input_required with the rest outstanding; the last key resumes at step + 1', async () => {
     const rec = await parked(['a', 'b', 'c']);
     const t1 = Date.now();
-    assert.deepEqual(await store.applyInputResponses(rec.taskId, { a: { action: 'accept', content: { v: 'A' } } }, {}, t1), { code: 'partial', applied: 1 });
+    assert.deepEqual(
+      await store.applyInputResponses(rec.taskId, { a: { action: 'accept', content: { v: 'A' } } }, {}, t1),
+      { code: 'partial', applied: 1 },
+    );
     let cur = await mustGet(rec.taskId);
     assert.equal(cur.status, 'input_required');
     assert.equal(cur.lastUpdatedAt, t1);
     assert.deepEqual(Object.keys(cur.inputRequests).sort(), ['b', 'c']);
-    assert.deepEqual(Object.keys(toDetailedTask(cur).inputRequests as object).sort(), ['b', 'c'], 'T-21: all outstanding, none answered');
+    assert.deepEqual(
+      Object.keys(toDetailedTask(cur).inputRequests as object).sort(),
+      ['b', 'c'],
+      'T-21: all outstanding, none answered',
+    );
     assert.deepEqual(await drain(store.channel(rec.taskId)), [], 'no status change, nothing published');
 
-    assert.deepEqual(await store.applyInputResponses(rec.taskId, { b: { action: 'decline' }, c: { action: 'cancel' } }), {
-      code: 'resumed',
-      step: 2,
-      applied: 2,
-    });
+    assert.deepEqual(
+      await store.applyInputResponses(rec.taskId, { b: { action: 'decline' }, c: { action: 'cancel' } }),
+      {
+        code: 'resumed',
+        step: 2,
+        applied: 2,
+      },
+    );
     cur = await mustGet(rec.taskId);
     assert.equal(cur.status, 'working');
     assert.equal(cur.step, 2);
     assert.deepEqual(cur.inputRequests, {});
-    assert.deepEqual(cur.inputResponses, { a: { action: 'accept', content: { v: 'A' } }, b: { action: 'decline' }, c: { action: 'cancel' } });
+    assert.deepEqual(cur.inputResponses, {
+      a: { action: 'accept', content: { v: 'A' } },
+      b: { action: 'decline' },
+      c: { action: 'cancel' },
+    });
     assert.deepEqual(await drain(store.channel(rec.taskId)), ['working']);
-    // Once resumed, more answers are ignored.
-    assert.deepEqual(await store.applyInputResponses(rec.taskId, { a: { action: 'accept' } }), { code: 'ignored', status: 'working' });
+    // Once resumed, the same answers again are ignored; a different one is refused as answered.
+    assert.deepEqual(await store.applyInputResponses(rec.taskId, { a: { action: 'accept', content: { v: 'A' } } }), {
+      code: 'ignored',
+      status: 'working',
+    });
+    assert.deepEqual(await store.applyInputResponses(rec.taskId, { a: { action: 'accept' } }), {
+      code: 'conflict',
+      key: 'a',
+    });
   });
 
-  it('T-30: the same answers sent 10 times in parallel are applied at most once (exactly one resumed)', async () => {
-    const rec = await parked(['only']);
-    const conns = Array.from({ length: 5 }, () => new Redis(REDIS_URL, { maxRetriesPerRequest: 1 }));
-    extra.push(...conns);
-    const stores = conns.map((c) => new TaskStore(c, PREFIX));
-    const results = await Promise.all(
-      Array.from({ length: 10 }, (_, i) => stores[i % stores.length]!.applyInputResponses(rec.taskId, { only: { action: 'accept', content: { i } } })),
-    );
-    const resumed = results.filter((r) => r.code === 'resumed');
-    assert.equal(resumed.length, 1, JSON.stringify(results));
-    assert.deepEqual(resumed[0], { code: 'resumed', step: 2, applied: 1 });
-    for (const r of results) if (r.code !== 'resumed') assert.deepEqual(r, { code: 'ignored', status: 'working' });
-    const cur = await mustGet(rec.taskId);
-    assert.equal(cur.step, 2);
-    assert.equal(cur.status, 'working');
-    assert.equal(Object.keys(cur.inputResponses).length, 1);
-    assert.deepEqual(await drain(store.channel(rec.taskId)), ['working'], 'one resume, one notification');
-  });
+  for (const variant of ['the same answer', 'different answers'] as const) {
+    it(`T-30: ${variant} sent 10 times in parallel: applied at most once (exactly one resumed)`, async () => {
+      const rec = await parked(['only']);
+      const conns = Array.from({ length: 5 }, () => new Redis(REDIS_URL, { maxRetriesPerRequest: 1 }));
+      extra.push(...conns);
+      const stores = conns.map((c) => new TaskStore(c, PREFIX));
+      const answer = (i: number) => ({ action: 'accept', content: { i: variant === 'the same answer' ? 0 : i } });
+      const results = await Promise.all(
+        Array.from({ length: 10 }, (_, i) =>
+          stores[i % stores.length]!.applyInputResponses(rec.taskId, { only: answer(i) }),
+        ),
+      );
+      const resumed = results.filter((r) => r.code === 'resumed');
+      assert.equal(resumed.length, 1, JSON.stringify(results));
+      assert.deepEqual(resumed[0], { code: 'resumed', step: 2, applied: 1 });
+      // The same answer is acked (ignored: applied once); a different one is refused (case B-05).
+      const others =
+        variant === 'the same answer' ? { code: 'ignored', status: 'working' } : { code: 'conflict', key: 'only' };
+      for (const r of results) if (r.code !== 'resumed') assert.deepEqual(r, others);
+      const cur = await mustGet(rec.taskId);
+      assert.equal(cur.step, 2);
+      assert.equal(cur.status, 'working');
+      assert.equal(Object.keys(cur.inputResponses).length, 1);
+      assert.deepEqual(await drain(store.channel(rec.taskId)), ['working'], 'one resume, one notification');
+    });
+  }
 
   it('T-32: 10 different keys answered in parallel: 9 partial, exactly 1 resumed, step advanced once', async () => {
     const keys = Array.from({ length: 10 }, (_, i) => `k${i}`);
     const rec = await parked(keys);
-    const results = await Promise.all(keys.map((k) => store.applyInputResponses(rec.taskId, { [k]: { action: 'accept', content: { k } } })));
+    const results = await Promise.all(
+      keys.map((k) => store.applyInputResponses(rec.taskId, { [k]: { action: 'accept', content: { k } } })),
+    );
     assert.equal(results.filter((r) => r.code === 'resumed').length, 1, JSON.stringify(results));
     assert.equal(results.filter((r) => r.code === 'partial').length, 9);
     const cur = await mustGet(rec.taskId);
@@ -574,8 +704,13 @@ describe('applyInputResponses (tasks/update)', () => {
 
   it('T-31: updates to a working task are ignored; an unknown task is gone', async () => {
     const rec = await newTask();
-    assert.deepEqual(await store.applyInputResponses(rec.taskId, { a: { action: 'accept' } }), { code: 'ignored', status: 'working' });
-    assert.deepEqual(await store.applyInputResponses('00000000-0000-4000-8000-000000000000', { a: {} }), { code: 'gone' });
+    assert.deepEqual(await store.applyInputResponses(rec.taskId, { a: { action: 'accept' } }), {
+      code: 'ignored',
+      status: 'working',
+    });
+    assert.deepEqual(await store.applyInputResponses('00000000-0000-4000-8000-000000000000', { a: {} }), {
+      code: 'gone',
+    });
   });
 });
 
@@ -584,7 +719,9 @@ describe('requestCancel (tasks/cancel)', () => {
     const { rec } = await taskIn('input_required');
     await drain(store.cancelChannel); // forget what earlier tests published there
     const t = Date.now();
-    assert.deepEqual(await store.requestCancel(rec.taskId, 'Cancelled by client request', {}, t), { code: 'cancelled' });
+    assert.deepEqual(await store.requestCancel(rec.taskId, 'Cancelled by client request', {}, t), {
+      code: 'cancelled',
+    });
     const after = await mustGet(rec.taskId);
     assert.equal(after.status, 'cancelled');
     assert.equal(after.statusMessage, 'Cancelled by client request');
@@ -609,7 +746,11 @@ describe('requestCancel (tasks/cancel)', () => {
     assert.deepEqual(await drain(store.channel(rec.taskId)), ['cancelled']);
     assert.deepEqual(await drain(store.cancelChannel), []);
     // The step-2 job that was already enqueued finds it cancelled.
-    assert.deepEqual(await store.claimStep(rec.taskId, 2, 't'), { code: 'terminal', status: 'cancelled', owner: 'alice' });
+    assert.deepEqual(await store.claimStep(rec.taskId, 2, 't'), {
+      code: 'terminal',
+      status: 'cancelled',
+      owner: 'alice',
+    });
   });
 
   it('T-36 / D5: working and claimed → cancelRequested, PUBLISH t.<id>.<step> on <prefix>:cancel; the worker then records cancelled', async () => {
@@ -625,7 +766,10 @@ describe('requestCancel (tasks/cancel)', () => {
     assert.equal(cur.cancelRequested, true);
     assert.equal(await store.isCancelRequested(rec.taskId), true);
     // The worker's next progress write learns about it (backstop for a lost message).
-    assert.deepEqual(await store.reportProgress(rec.taskId, fence, { statusMessage: '2/10' }), { code: 'ok', cancelRequested: true });
+    assert.deepEqual(await store.reportProgress(rec.taskId, fence, { statusMessage: '2/10' }), {
+      code: 'ok',
+      cancelRequested: true,
+    });
     assert.deepEqual(await store.markCancelled(rec.taskId, fence, 'Cancelled by client request'), { code: 'ok' });
     assert.equal((await mustGet(rec.taskId)).status, 'cancelled');
     assert.deepEqual(await drain(store.channel(rec.taskId)), ['cancelled']);
@@ -670,21 +814,42 @@ describe('failTask', () => {
     const err = { code: -32603, message: 'job lost' };
     const { rec } = await taskIn('working'); // working, step 1
     const before = await snapshot(rec.taskId);
-    assert.deepEqual(await store.fail(rec.taskId, { expectStatus: 'input_required' }, err, 'x'), { code: 'stale', status: 'working' });
+    assert.deepEqual(await store.fail(rec.taskId, { expectStatus: 'input_required' }, err, 'x'), {
+      code: 'stale',
+      status: 'working',
+    });
     assert.deepEqual(await store.fail(rec.taskId, { expectStep: 2 }, err, 'x'), { code: 'stale', status: 'working' });
-    assert.deepEqual(await store.fail(rec.taskId, { expectStatus: 'working', expectStep: 2 }, err, 'x'), { code: 'stale', status: 'working' });
-    assert.deepEqual(await store.fail(rec.taskId, { expectStatus: 'input_required', expectStep: 1 }, err, 'x'), { code: 'stale', status: 'working' });
+    assert.deepEqual(await store.fail(rec.taskId, { expectStatus: 'working', expectStep: 2 }, err, 'x'), {
+      code: 'stale',
+      status: 'working',
+    });
+    assert.deepEqual(await store.fail(rec.taskId, { expectStatus: 'input_required', expectStep: 1 }, err, 'x'), {
+      code: 'stale',
+      status: 'working',
+    });
     assert.deepEqual(await snapshot(rec.taskId), before);
     assert.deepEqual(await drain(store.channel(rec.taskId)), []);
-    assert.deepEqual(await store.fail(rec.taskId, { expectStatus: 'working', expectStep: 1 }, err, 'Failed: job lost'), { code: 'ok' });
+    assert.deepEqual(
+      await store.fail(rec.taskId, { expectStatus: 'working', expectStep: 1 }, err, 'Failed: job lost'),
+      { code: 'ok' },
+    );
     assert.equal((await mustGet(rec.taskId)).status, 'failed');
     assert.deepEqual(await drain(store.channel(rec.taskId)), ['failed']);
 
     // input_required, step 1: the input timeout.
     const p = await taskIn('input_required');
-    assert.deepEqual(await store.fail(p.rec.taskId, { expectStatus: 'working', expectStep: 1 }, err, 'x'), { code: 'stale', status: 'input_required' });
-    assert.deepEqual(await store.fail(p.rec.taskId, { expectStatus: 'input_required', expectStep: 7 }, err, 'x'), { code: 'stale', status: 'input_required' });
-    assert.deepEqual(await store.fail(p.rec.taskId, { expectStatus: 'input_required', expectStep: 1 }, err, 'Timed out'), { code: 'ok' });
+    assert.deepEqual(await store.fail(p.rec.taskId, { expectStatus: 'working', expectStep: 1 }, err, 'x'), {
+      code: 'stale',
+      status: 'input_required',
+    });
+    assert.deepEqual(await store.fail(p.rec.taskId, { expectStatus: 'input_required', expectStep: 7 }, err, 'x'), {
+      code: 'stale',
+      status: 'input_required',
+    });
+    assert.deepEqual(
+      await store.fail(p.rec.taskId, { expectStatus: 'input_required', expectStep: 1 }, err, 'Timed out'),
+      { code: 'ok' },
+    );
     assert.equal((await mustGet(p.rec.taskId)).status, 'failed');
 
     // No expectation: any non-terminal task; unknown: gone.
@@ -712,12 +877,55 @@ describe('notifications: every status change is PUBLISHed on <prefix>:task:<id>'
 
   it('each path into a terminal state publishes its status once', async () => {
     const cases: [string, () => Promise<string>][] = [
-      ['complete', async () => { const { rec, fence } = await taskIn('working'); await store.complete(rec.taskId, fence, { content: [] }); return rec.taskId; }],
-      ['fail (fenced)', async () => { const { rec, fence } = await taskIn('working'); await store.fail(rec.taskId, { fence }, { code: 1, message: 'm' }, 'm'); return rec.taskId; }],
-      ['fail (system)', async () => { const { rec } = await taskIn('input_required'); await store.fail(rec.taskId, {}, { code: 1, message: 'm' }, 'm'); return rec.taskId; }],
-      ['markCancelled', async () => { const { rec, fence } = await taskIn('working'); await store.markCancelled(rec.taskId, fence, 'm'); return rec.taskId; }],
-      ['requestCancel (unclaimed)', async () => { const rec = await newTask(); await store.requestCancel(rec.taskId); return rec.taskId; }],
-      ['claimStep after cancel request', async () => { const { rec } = await taskIn('working'); await store.requestCancel(rec.taskId); await store.claimStep(rec.taskId, 1, 'r'); return rec.taskId; }],
+      [
+        'complete',
+        async () => {
+          const { rec, fence } = await taskIn('working');
+          await store.complete(rec.taskId, fence, { content: [] });
+          return rec.taskId;
+        },
+      ],
+      [
+        'fail (fenced)',
+        async () => {
+          const { rec, fence } = await taskIn('working');
+          await store.fail(rec.taskId, { fence }, { code: 1, message: 'm' }, 'm');
+          return rec.taskId;
+        },
+      ],
+      [
+        'fail (system)',
+        async () => {
+          const { rec } = await taskIn('input_required');
+          await store.fail(rec.taskId, {}, { code: 1, message: 'm' }, 'm');
+          return rec.taskId;
+        },
+      ],
+      [
+        'markCancelled',
+        async () => {
+          const { rec, fence } = await taskIn('working');
+          await store.markCancelled(rec.taskId, fence, 'm');
+          return rec.taskId;
+        },
+      ],
+      [
+        'requestCancel (unclaimed)',
+        async () => {
+          const rec = await newTask();
+          await store.requestCancel(rec.taskId);
+          return rec.taskId;
+        },
+      ],
+      [
+        'claimStep after cancel request',
+        async () => {
+          const { rec } = await taskIn('working');
+          await store.requestCancel(rec.taskId);
+          await store.claimStep(rec.taskId, 1, 'r');
+          return rec.taskId;
+        },
+      ],
     ];
     const expected: Record<string, string> = {
       complete: 'completed',
@@ -734,24 +942,43 @@ describe('notifications: every status change is PUBLISHed on <prefix>:task:<id>'
 });
 
 describe('progress stream of synchronous calls (D5, case B-12)', () => {
-  it('a sync task\'s progress events go to a capped stream with the record\'s expiry, and are announced; a task-mode task writes none', async () => {
+  it("a sync task's progress events go to a capped stream with the record's expiry, and are announced; a task-mode task writes none", async () => {
     const sync = await newTask({ mode: 'sync' });
     const f = await claim(sync.taskId);
     for (let i = 1; i <= 3; i++) {
-      const r = await store.reportProgress(sync.taskId, f, { statusMessage: `${i}/3`, progress: { progress: i, total: 3 }, event: { progress: i, total: 3, message: `${i}/3` } });
+      const r = await store.reportProgress(sync.taskId, f, {
+        statusMessage: `${i}/3`,
+        progress: { progress: i, total: 3 },
+        event: { progress: i, total: 3, message: `${i}/3` },
+      });
       assert.deepEqual(r, { code: 'ok', cancelRequested: false });
     }
     const rows = await store.readProgress(sync.taskId);
-    assert.deepEqual(rows.map((r) => r.event), [1, 2, 3].map((i) => ({ progress: i, total: 3, message: `${i}/3` })));
-    assert.deepEqual((await store.readProgress(sync.taskId, rows[0]!.id)).map((r) => r.event.progress), [2, 3], 'reads after the given id, exclusive');
+    assert.deepEqual(
+      rows.map((r) => r.event),
+      [1, 2, 3].map((i) => ({ progress: i, total: 3, message: `${i}/3` })),
+    );
+    assert.deepEqual(
+      (await store.readProgress(sync.taskId, rows[0]!.id)).map((r) => r.event.progress),
+      [2, 3],
+      'reads after the given id, exclusive',
+    );
     assert.equal(await store.lastProgressId(sync.taskId), rows[2]!.id);
     const recordExpiry = Number(await redis.call('PEXPIRETIME', store.key(sync.taskId)));
-    assert.equal(Number(await redis.call('PEXPIRETIME', store.progressKey(sync.taskId))), recordExpiry, 'the stream never outlives its record (TTL 120 s < PROGRESS_STREAM_KEEP_MS 300 s)');
+    assert.equal(
+      Number(await redis.call('PEXPIRETIME', store.progressKey(sync.taskId))),
+      recordExpiry,
+      'the stream never outlives its record (TTL 120 s < PROGRESS_STREAM_KEEP_MS 300 s)',
+    );
     assert.deepEqual(await drain(store.channel(sync.taskId)), ['progress', 'progress', 'progress']);
 
     const task = await newTask({ mode: 'task' });
     const ft = await claim(task.taskId);
-    await store.reportProgress(task.taskId, ft, { statusMessage: 'x', progress: { progress: 1 }, event: { progress: 1 } });
+    await store.reportProgress(task.taskId, ft, {
+      statusMessage: 'x',
+      progress: { progress: 1 },
+      event: { progress: 1 },
+    });
     assert.equal(await redis.exists(store.progressKey(task.taskId)), 0, 'tasks get no progress events (T-41)');
     assert.deepEqual(await drain(store.channel(task.taskId)), []);
     assert.equal((await mustGet(task.taskId)).statusMessage, 'x');
@@ -766,7 +993,10 @@ describe('progress stream of synchronous calls (D5, case B-12)', () => {
     await store.requestCancel(sync.taskId);
     await store.markCancelled(sync.taskId, f, 'gone');
     const before = await redis.xlen(store.progressKey(sync.taskId));
-    assert.deepEqual(await store.reportProgress(sync.taskId, f, { event: { progress: 999 } }), { code: 'terminal', status: 'cancelled' });
+    assert.deepEqual(await store.reportProgress(sync.taskId, f, { event: { progress: 999 } }), {
+      code: 'terminal',
+      status: 'cancelled',
+    });
     assert.equal(await redis.xlen(store.progressKey(sync.taskId)), before);
     await drain(store.channel(sync.taskId));
     await drain(store.cancelChannel);
@@ -778,9 +1008,17 @@ describe('progress stream of synchronous calls (D5, case B-12)', () => {
     const f = await claim(sync.taskId);
     const t0 = Date.now();
     await short.reportProgress(sync.taskId, f, { event: { progress: 1 } }, t0);
-    assert.equal(Number(await redis.call('PEXPIRETIME', short.progressKey(sync.taskId))), t0 + 5000, 'last event + 5 s');
+    assert.equal(
+      Number(await redis.call('PEXPIRETIME', short.progressKey(sync.taskId))),
+      t0 + 5000,
+      'last event + 5 s',
+    );
     await short.reportProgress(sync.taskId, f, { event: { progress: 2 } }, t0 + 1000);
-    assert.equal(Number(await redis.call('PEXPIRETIME', short.progressKey(sync.taskId))), t0 + 6000, 'renewed by each event');
+    assert.equal(
+      Number(await redis.call('PEXPIRETIME', short.progressKey(sync.taskId))),
+      t0 + 6000,
+      'renewed by each event',
+    );
     await drain(store.channel(sync.taskId));
   });
 
@@ -791,16 +1029,37 @@ describe('progress stream of synchronous calls (D5, case B-12)', () => {
   });
 });
 
-describe('a finished task\'s record is compact and its outcome has its own key (case B-15, issue 8)', () => {
-  const KEPT = ['status', 'owner', 'tool', 'mode', 'createdAt', 'lastUpdatedAt', 'ttlMs', 'pollIntervalMs', 'step', 'reruns', 'statusMessage', 'traceparent'];
+describe("a finished task's record is compact and its outcome has its own key (case B-15, issue 8)", () => {
+  const KEPT = [
+    'status',
+    'owner',
+    'tool',
+    'mode',
+    'createdAt',
+    'lastUpdatedAt',
+    'ttlMs',
+    'pollIntervalMs',
+    'step',
+    'reruns',
+    'statusMessage',
+    'traceparent',
+  ];
   const TRACEPARENT = '00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01';
 
   /** A working task whose record is a hashtable (100 KB of args, a long tracestate, an answered round). */
   async function bulkyWorking(mode: 'task' | 'sync' = 'task') {
-    const rec = await newTask({ mode, args: { text: 'a'.repeat(100_000) }, trace: { traceparent: TRACEPARENT, tracestate: `v=${'b'.repeat(300)}` } });
+    const rec = await newTask({
+      mode,
+      args: { text: 'a'.repeat(100_000) },
+      trace: { traceparent: TRACEPARENT, tracestate: `v=${'b'.repeat(300)}` },
+    });
     const f = await claim(rec.taskId);
     await store.reportProgress(rec.taskId, f, { statusMessage: 'half way', progress: { progress: 1, total: 2 } });
-    assert.equal(await redis.call('OBJECT', 'ENCODING', store.key(rec.taskId)), 'hashtable', 'the working record is a hashtable');
+    assert.equal(
+      await redis.call('OBJECT', 'ENCODING', store.key(rec.taskId)),
+      'hashtable',
+      'the working record is a hashtable',
+    );
     return { rec, fence: f };
   }
 
@@ -813,11 +1072,22 @@ describe('a finished task\'s record is compact and its outcome has its own key (
     assert.equal(hash.status, 'completed');
     assert.equal(hash.statusMessage, 'Done');
     assert.equal(await redis.call('OBJECT', 'ENCODING', store.key(rec.taskId)), 'listpack');
-    assert.ok(((await redis.call('MEMORY', 'USAGE', store.key(rec.taskId), 'SAMPLES', '0')) as number) < 512, 'a few hundred bytes (the working record was over 100 KB)');
+    assert.ok(
+      ((await redis.call('MEMORY', 'USAGE', store.key(rec.taskId), 'SAMPLES', '0')) as number) < 512,
+      'a few hundred bytes (the working record was over 100 KB)',
+    );
     assert.equal(await redis.get(store.resultKey(rec.taskId)), JSON.stringify(result));
     const expireAt = rec.createdAt + rec.ttlMs;
-    assert.equal(Number(await redis.call('PEXPIRETIME', store.key(rec.taskId))), expireAt, 'record expiry unchanged (T-24)');
-    assert.equal(Number(await redis.call('PEXPIRETIME', store.resultKey(rec.taskId))), expireAt, 'result key: the same expiry');
+    assert.equal(
+      Number(await redis.call('PEXPIRETIME', store.key(rec.taskId))),
+      expireAt,
+      'record expiry unchanged (T-24)',
+    );
+    assert.equal(
+      Number(await redis.call('PEXPIRETIME', store.resultKey(rec.taskId))),
+      expireAt,
+      'result key: the same expiry',
+    );
     const got = await mustGet(rec.taskId);
     assert.deepEqual(got.result, result);
     assert.deepEqual(toDetailedTask(got).result, { resultType: 'complete', ...result });
@@ -830,7 +1100,11 @@ describe('a finished task\'s record is compact and its outcome has its own key (
 
   it('failed: the error is in the result key (same expiry), the record is a listpack; a system failure too', async () => {
     const { rec, fence } = await bulkyWorking();
-    const error = { code: -32603, message: `Tool deep_research failed unexpectedly (error id ${'e'.repeat(40)})`, data: { errorId: 'e'.repeat(40) } };
+    const error = {
+      code: -32603,
+      message: `Tool deep_research failed unexpectedly (error id ${'e'.repeat(40)})`,
+      data: { errorId: 'e'.repeat(40) },
+    };
     assert.deepEqual(await store.fail(rec.taskId, { fence }, error, 'Failed'), { code: 'ok' });
     assert.equal(await redis.call('OBJECT', 'ENCODING', store.key(rec.taskId)), 'listpack');
     assert.equal(await redis.hget(store.key(rec.taskId), 'error'), null);
@@ -839,10 +1113,16 @@ describe('a finished task\'s record is compact and its outcome has its own key (
     assert.deepEqual((await mustGet(rec.taskId)).error, error);
 
     const parked = await taskIn('input_required');
-    assert.deepEqual(await store.fail(parked.rec.taskId, { expectStatus: 'input_required' }, error, 'Timed out'), { code: 'ok' });
+    assert.deepEqual(await store.fail(parked.rec.taskId, { expectStatus: 'input_required' }, error, 'Timed out'), {
+      code: 'ok',
+    });
     assert.equal(await redis.call('OBJECT', 'ENCODING', store.key(parked.rec.taskId)), 'listpack');
     assert.deepEqual((await mustGet(parked.rec.taskId)).error, error);
-    assert.deepEqual((await mustGet(parked.rec.taskId)).args, { topic: 'tidal energy' }, 'short arguments (≤ 64 B) are kept');
+    assert.deepEqual(
+      (await mustGet(parked.rec.taskId)).args,
+      { topic: 'tidal energy' },
+      'short arguments (≤ 64 B) are kept',
+    );
     await drain(store.channel(rec.taskId));
     await drain(store.channel(parked.rec.taskId));
   });
@@ -867,7 +1147,13 @@ describe('a finished task\'s record is compact and its outcome has its own key (
 
   it('a record finished before the result key existed (result in the hash) still reads its result', async () => {
     const rec = await newTask();
-    await redis.hset(store.key(rec.taskId), 'status', 'completed', 'result', JSON.stringify({ content: [{ type: 'text', text: 'old' }] }));
+    await redis.hset(
+      store.key(rec.taskId),
+      'status',
+      'completed',
+      'result',
+      JSON.stringify({ content: [{ type: 'text', text: 'old' }] }),
+    );
     assert.deepEqual((await mustGet(rec.taskId)).result, { content: [{ type: 'text', text: 'old' }] });
   });
 });
@@ -886,7 +1172,11 @@ describe('detachSync (budget hand-off, D1)', () => {
     assert.equal(after.hash.holderAt, undefined);
     assert.equal(after.expireAt, before.expireAt, 'same expiry');
     assert.equal(await store.renewHolder(rec.taskId, 0), -1, 'no longer a synchronous call');
-    assert.deepEqual(await store.reportProgress(rec.taskId, f, { event: { progress: 1 } }), { code: 'ok', cancelRequested: false }, 'the running step keeps its fence');
+    assert.deepEqual(
+      await store.reportProgress(rec.taskId, f, { event: { progress: 1 } }),
+      { code: 'ok', cancelRequested: false },
+      'the running step keeps its fence',
+    );
     assert.equal(await store.lastProgressId(rec.taskId), '0', 'no more progress events once detached');
     assert.deepEqual(await drain(store.channel(rec.taskId)), [], 'no status change announced');
   });
@@ -945,7 +1235,8 @@ describe('statusMessage is capped by every writer (one constant, STATUS_MESSAGE_
     await store.requestCancel(w4.rec.taskId, LONG); // running: the reason is kept for the worker's write
     assert.ok(ok((await redis.hget(store.key(w4.rec.taskId), 'cancelReason')) ?? ''), 'requestCancel (reason)');
     await drain(store.cancelChannel);
-    for (const id of [created.taskId, w1.rec.taskId, w2.rec.taskId, w3.rec.taskId, w4.rec.taskId]) await drain(store.channel(id));
+    for (const id of [created.taskId, w1.rec.taskId, w2.rec.taskId, w3.rec.taskId, w4.rec.taskId])
+      await drain(store.channel(id));
   });
 });
 
@@ -963,7 +1254,20 @@ describe('wire shapes (src/wire.ts)', () => {
     assert.equal(t.lastUpdatedAt, new Date(rec.lastUpdatedAt).toISOString());
     assert.equal(t.ttlMs, rec.ttlMs);
     assert.equal(t.pollIntervalMs, rec.pollIntervalMs);
-    for (const internal of ['owner', 'tool', 'args', 'mode', 'step', 'fence', 'claimedStep', 'progress', 'inputResponses', 'cancelRequested', 'reruns', 'state']) {
+    for (const internal of [
+      'owner',
+      'tool',
+      'args',
+      'mode',
+      'step',
+      'fence',
+      'claimedStep',
+      'progress',
+      'inputResponses',
+      'cancelRequested',
+      'reruns',
+      'state',
+    ]) {
       assert.ok(!(internal in t), `internal field ${internal} must not be on the wire`);
     }
   }
@@ -1047,7 +1351,8 @@ describe('wire shapes (src/wire.ts)', () => {
       const h = toCreateTaskResult(rec);
       assert.equal(h.resultType, 'task');
       assertBase(h, rec);
-      for (const k of [...PAYLOAD_KEYS, 'requestState', 'task']) assert.ok(!(k in h), `CreateTaskResult (${status}) must not carry ${k}`);
+      for (const k of [...PAYLOAD_KEYS, 'requestState', 'task'])
+        assert.ok(!(k in h), `CreateTaskResult (${status}) must not carry ${k}`);
       assert.deepEqual(Object.keys(h).sort(), ['resultType', ...BASE_KEYS].sort());
       assertNoUndefined(h);
     }

@@ -1,3 +1,4 @@
+// @needs redis
 /**
  * The tools-queue shards (TOOL_QUEUE_SHARDS, issue 9 §7) against the real shared Redis (own
  * random key prefix, only its keys are deleted): `JobQueues` puts a task's jobs on shard
@@ -9,6 +10,7 @@ import assert from 'node:assert/strict';
 import { randomBytes, randomUUID } from 'node:crypto';
 import { Redis } from 'ioredis';
 import { JobQueues, toolShard, toolsPrefix } from '@mcp-tasks/jobs';
+import { deleteKeysUnder } from '../support/redis-keys.js';
 
 const REDIS_URL = process.env.TEST_REDIS_URL ?? 'redis://127.0.0.1:6379';
 const PREFIX = `unit-${randomBytes(8).toString('hex')}`;
@@ -25,12 +27,7 @@ before(() => {
 });
 after(async () => {
   for (const q of opened) await q.close();
-  let cursor = '0';
-  do {
-    const [next, keys] = await redis.scan(cursor, 'MATCH', `${PREFIX}:*`, 'COUNT', 1000);
-    cursor = next;
-    if (keys.length) await redis.del(...keys);
-  } while (cursor !== '0');
+  await deleteKeysUnder(redis, PREFIX);
   redis.disconnect();
 });
 
@@ -51,14 +48,18 @@ describe('JobQueues with TOOL_QUEUE_SHARDS', () => {
     assert.equal(await q.stepState(id, 1), 'prioritized');
   });
 
-  it('three shards: step job and input timeout on the task\'s shard only; removed from there', async () => {
+  it("three shards: step job and input timeout on the task's shard only; removed from there", async () => {
     const q = queues(3);
     const id = idOnShard(3, 2);
     await q.enqueueStep(id, 1);
     await q.scheduleInputTimeout(id, 1, 60_000);
     for (let i = 0; i < 3; i++) {
       assert.equal(await redis.exists(`${toolsPrefix(PREFIX, i)}:tools:t.${id}.1`), i === 2 ? 1 : 0, `shard ${i}`);
-      assert.equal(await redis.exists(`${toolsPrefix(PREFIX, i)}:tools:t.${id}.1.timeout`), i === 2 ? 1 : 0, `timeout, shard ${i}`);
+      assert.equal(
+        await redis.exists(`${toolsPrefix(PREFIX, i)}:tools:t.${id}.1.timeout`),
+        i === 2 ? 1 : 0,
+        `timeout, shard ${i}`,
+      );
     }
     await q.cancelInputTimeout(id, 1);
     assert.equal(await redis.exists(`${toolsPrefix(PREFIX, 2)}:tools:t.${id}.1.timeout`), 0);

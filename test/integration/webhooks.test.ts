@@ -1,3 +1,4 @@
+// @needs redis
 /**
  * Completion webhooks against the real shared Redis (own random key prefix, only its keys are
  * deleted) and a real HTTP receiver (issue 11 §5):
@@ -23,6 +24,7 @@ import { reconcileOnce } from '../../apps/worker/src/reconcile.js';
 import { deliverOnce } from '../../apps/worker/src/webhook-worker.js';
 import { startWebhookReceiver, type WebhookReceiver } from '../support/webhook-receiver.js';
 import { waitFor } from '../support/cluster.js';
+import { deleteKeysUnder } from '../support/redis-keys.js';
 
 const REDIS_URL = process.env.TEST_REDIS_URL ?? 'redis://127.0.0.1:6379';
 const PREFIX = `unit-${randomBytes(8).toString('hex')}`;
@@ -39,14 +41,31 @@ function webhookConfig(env: Record<string, string>): WebhookConfig {
   return c;
 }
 
-const input = (owner = 'key:alice'): CreateTaskInput => ({ owner, tool: 'countdown', args: { seconds: 1 }, mode: 'task', ttlMs: 120_000, pollIntervalMs: 1000 });
+const input = (owner = 'key:alice'): CreateTaskInput => ({
+  owner,
+  tool: 'countdown',
+  args: { seconds: 1 },
+  mode: 'task',
+  ttlMs: 120_000,
+  pollIntervalMs: 1000,
+});
 
 /** Creates a task and ends it `completed` through the store (claim + complete). */
 async function completedTask(store: TaskStore, owner?: string): Promise<string> {
   const rec = await store.create(input(owner));
   const claim = await store.claimStep(rec.taskId, 1, 'job-token');
   assert.equal(claim.code, 'ok');
-  assert.equal((await store.complete(rec.taskId, (claim as { fence: string }).fence, { content: [{ type: 'text', text: 'done' }] }, 'Done')).code, 'ok');
+  assert.equal(
+    (
+      await store.complete(
+        rec.taskId,
+        (claim as { fence: string }).fence,
+        { content: [{ type: 'text', text: 'done' }] },
+        'Done',
+      )
+    ).code,
+    'ok',
+  );
   return rec.taskId;
 }
 
@@ -57,12 +76,7 @@ before(async () => {
 after(async () => {
   for (const c of closers) await c().catch(() => undefined);
   await rx.close();
-  let cursor = '0';
-  do {
-    const [nextCursor, keys] = await redis.scan(cursor, 'MATCH', `${PREFIX}*`, 'COUNT', 1000);
-    cursor = nextCursor;
-    if (keys.length) await redis.del(...keys);
-  } while (cursor !== '0');
+  await deleteKeysUnder(redis, PREFIX);
   redis.disconnect();
 });
 
@@ -96,7 +110,13 @@ describe('WebhookOutbox', () => {
   let outbox: WebhookOutbox;
   before(() => {
     store = new TaskStore(redis, PREFIX);
-    outbox = new WebhookOutbox(redis, PREFIX, store, webhookConfig({ TASK_WEBHOOK_URL: rx.url, TASK_WEBHOOK_SECRET: SECRET }), log);
+    outbox = new WebhookOutbox(
+      redis,
+      PREFIX,
+      store,
+      webhookConfig({ TASK_WEBHOOK_URL: rx.url, TASK_WEBHOOK_SECRET: SECRET }),
+      log,
+    );
     closers.push(() => outbox.close());
   });
 
@@ -107,7 +127,10 @@ describe('WebhookOutbox', () => {
     assert.ok(job, 'job exists');
     assert.equal(job.name, 'task.completed');
     const data = job.data as WebhookJobData;
-    assert.deepEqual({ ...data, body: undefined }, { taskId: id, tool: 'countdown', principal: 'key:alice', status: 'completed', body: undefined });
+    assert.deepEqual(
+      { ...data, body: undefined },
+      { taskId: id, tool: 'countdown', principal: 'key:alice', status: 'completed', body: undefined },
+    );
     const body = JSON.parse(data.body);
     assert.equal(body.data.statusMessage, 'Done');
     assert.ok(!('result' in body.data));
@@ -124,7 +147,13 @@ describe('WebhookOutbox', () => {
     const live = (await store.create(input())).taskId;
     assert.equal(await outbox.enqueue(live), 'not_terminal');
     assert.equal(await outbox.enqueue('00000000-0000-4000-8000-000000000000'), 'gone');
-    const onlyBob = new WebhookOutbox(redis, PREFIX, store, webhookConfig({ TASK_WEBHOOKS_BY_PRINCIPAL: JSON.stringify({ 'key:bob': { url: rx.url, secret: SECRET } }) }), log);
+    const onlyBob = new WebhookOutbox(
+      redis,
+      PREFIX,
+      store,
+      webhookConfig({ TASK_WEBHOOKS_BY_PRINCIPAL: JSON.stringify({ 'key:bob': { url: rx.url, secret: SECRET } }) }),
+      log,
+    );
     closers.push(() => onlyBob.close());
     const alices = await completedTask(store, 'key:alice');
     assert.equal(await onlyBob.enqueue(alices), 'no_target');
@@ -136,7 +165,13 @@ describe('WebhookOutbox', () => {
   });
 
   it('TASK_WEBHOOK_INCLUDE_RESULT=true puts the result of a completed task in the body', async () => {
-    const withResult = new WebhookOutbox(redis, `${PREFIX}-r`, store, webhookConfig({ TASK_WEBHOOK_URL: rx.url, TASK_WEBHOOK_SECRET: SECRET, TASK_WEBHOOK_INCLUDE_RESULT: 'true' }), log);
+    const withResult = new WebhookOutbox(
+      redis,
+      `${PREFIX}-r`,
+      store,
+      webhookConfig({ TASK_WEBHOOK_URL: rx.url, TASK_WEBHOOK_SECRET: SECRET, TASK_WEBHOOK_INCLUDE_RESULT: 'true' }),
+      log,
+    );
     closers.push(() => withResult.close());
     const id = await completedTask(store);
     assert.equal(await withResult.enqueue(id), 'queued');
@@ -158,12 +193,30 @@ describe('the reconciler and lost enqueues', () => {
     const prefix = `${PREFIX}-rec`;
     const store = new TaskStore(redis, prefix); // no listener: the process that ends the task "dies" before enqueueing
     const queues = new JobQueues(redis, prefix, 120_000);
-    const outbox = new WebhookOutbox(redis, prefix, store, webhookConfig({ TASK_WEBHOOK_URL: rx.url, TASK_WEBHOOK_SECRET: SECRET }), log);
-    closers.push(() => queues.close(), () => outbox.close());
+    const outbox = new WebhookOutbox(
+      redis,
+      prefix,
+      store,
+      webhookConfig({ TASK_WEBHOOK_URL: rx.url, TASK_WEBHOOK_SECRET: SECRET }),
+      log,
+    );
+    closers.push(
+      () => queues.close(),
+      () => outbox.close(),
+    );
     const id = await completedTask(store);
     await store.scheduleReconcile(id, 0, 120_000);
     assert.equal(await outbox.queue.getJob(webhookJobId(id)), undefined);
-    const deps = { store, queues, log, afterMs: 3000, inputTimeoutMs: 60_000, syncHolderTimeoutMs: 3000, maxTtlMs: 120_000, webhooks: outbox };
+    const deps = {
+      store,
+      queues,
+      log,
+      afterMs: 3000,
+      inputTimeoutMs: 60_000,
+      syncHolderTimeoutMs: 3000,
+      maxTtlMs: 120_000,
+      webhooks: outbox,
+    };
     const counts = await reconcileOnce(deps, Date.now() + 1);
     assert.equal(counts.dropped, 1);
     assert.ok(await outbox.queue.getJob(webhookJobId(id)), 'the reconciler enqueued it');
@@ -180,7 +233,19 @@ describe('the reconciler and lost enqueues', () => {
     await store.scheduleReconcile(id, 0, 120_000);
     const failing = { enqueueRecord: async () => Promise.reject(new Error('Redis went away')) };
     const now = Date.now() + 1;
-    await reconcileOnce({ store, queues, log, afterMs: 3000, inputTimeoutMs: 60_000, syncHolderTimeoutMs: 3000, maxTtlMs: 120_000, webhooks: failing }, now);
+    await reconcileOnce(
+      {
+        store,
+        queues,
+        log,
+        afterMs: 3000,
+        inputTimeoutMs: 60_000,
+        syncHolderTimeoutMs: 3000,
+        maxTtlMs: 120_000,
+        webhooks: failing,
+      },
+      now,
+    );
     assert.equal(Number(await redis.zscore(store.reconcileKey, id)), now + 3000, 'looked at again on the next pass');
   });
 });
@@ -199,16 +264,24 @@ describe('deliverOnce (one attempt)', () => {
 
   it('any other status, a redirect, a timeout or a refused connection fails the attempt with a reason', async () => {
     rx.mode = { kind: 'status', status: 503 };
-    await assert.rejects(deliverOnce('msg_y', '{}', o()), { name: 'WebhookDeliveryError', message: 'HTTP 503', status: 503 });
+    await assert.rejects(deliverOnce('msg_y', '{}', o()), {
+      name: 'WebhookDeliveryError',
+      message: 'HTTP 503',
+      status: 503,
+    });
     rx.mode = { kind: 'status', status: 302 };
     await assert.rejects(deliverOnce('msg_y', '{}', o()), { message: 'HTTP 302' });
     rx.mode = { kind: 'hang' };
     const t0 = Date.now();
-    await assert.rejects(deliverOnce('msg_y', '{}', { ...o(), timeoutMs: 300 }), { message: 'no answer within 300 ms' });
+    await assert.rejects(deliverOnce('msg_y', '{}', { ...o(), timeoutMs: 300 }), {
+      message: 'no answer within 300 ms',
+    });
     assert.ok(Date.now() - t0 < 1500);
     const closed = await startWebhookReceiver();
     await closed.close();
-    await assert.rejects(deliverOnce('msg_y', '{}', { ...o(), url: closed.url }), { message: 'network error: ECONNREFUSED' });
+    await assert.rejects(deliverOnce('msg_y', '{}', { ...o(), url: closed.url }), {
+      message: 'network error: ECONNREFUSED',
+    });
     rx.mode = { kind: 'status', status: 200 };
   });
 });

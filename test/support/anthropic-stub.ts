@@ -53,7 +53,9 @@ export interface RecordedRequest {
  * A turn of the model: plain text, or one `tool_use` block (optionally preceded by text).
  * `delayMs` holds the answer back that long (a model that takes its time: paces a polling loop).
  */
-export type Turn = ({ text: string } | { toolUse: { name: string; input: Record<string, unknown> }; text?: string }) & { delayMs?: number };
+export type Turn = ({ text: string } | { toolUse: { name: string; input: Record<string, unknown> }; text?: string }) & {
+  delayMs?: number;
+};
 
 /** A scripted step: a fixed turn, or one computed from the request it answers. */
 export type Step = Turn | ((req: MessagesRequest, all: RecordedRequest[]) => Turn);
@@ -84,17 +86,32 @@ const id = (prefix: string) => `${prefix}${randomBytes(12).toString('hex')}`;
 function blocksOf(turn: Turn): ContentBlock[] {
   const out: ContentBlock[] = [];
   if ('text' in turn && turn.text) out.push({ type: 'text', text: turn.text });
-  if ('toolUse' in turn) out.push({ type: 'tool_use', id: id('toolu_stub'), name: turn.toolUse.name, input: turn.toolUse.input });
+  if ('toolUse' in turn)
+    out.push({ type: 'tool_use', id: id('toolu_stub'), name: turn.toolUse.name, input: turn.toolUse.input });
   return out;
 }
 
 /** Writes one message as the streaming SSE event sequence of the Messages API. */
 function writeStream(res: ServerResponse, model: string, blocks: ContentBlock[]): void {
-  res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache', 'request-id': id('req_stub') });
-  const ev = (type: string, data: Record<string, unknown>) => res.write(`event: ${type}\ndata: ${JSON.stringify({ type, ...data })}\n\n`);
+  res.writeHead(200, {
+    'content-type': 'text/event-stream',
+    'cache-control': 'no-cache',
+    'request-id': id('req_stub'),
+  });
+  const ev = (type: string, data: Record<string, unknown>) =>
+    res.write(`event: ${type}\ndata: ${JSON.stringify({ type, ...data })}\n\n`);
   const stop = blocks.some((b) => b.type === 'tool_use') ? 'tool_use' : 'end_turn';
   ev('message_start', {
-    message: { id: id('msg_stub'), type: 'message', role: 'assistant', model, content: [], stop_reason: null, stop_sequence: null, usage: { input_tokens: 10, output_tokens: 1 } },
+    message: {
+      id: id('msg_stub'),
+      type: 'message',
+      role: 'assistant',
+      model,
+      content: [],
+      stop_reason: null,
+      stop_sequence: null,
+      usage: { input_tokens: 10, output_tokens: 1 },
+    },
   });
   blocks.forEach((b, index) => {
     if (b.type === 'text') {
@@ -115,7 +132,18 @@ function writeStream(res: ServerResponse, model: string, blocks: ContentBlock[])
 function writeJson(res: ServerResponse, model: string, blocks: ContentBlock[]): void {
   const stop = blocks.some((b) => b.type === 'tool_use') ? 'tool_use' : 'end_turn';
   res.writeHead(200, { 'content-type': 'application/json', 'request-id': id('req_stub') });
-  res.end(JSON.stringify({ id: id('msg_stub'), type: 'message', role: 'assistant', model, content: blocks, stop_reason: stop, stop_sequence: null, usage: { input_tokens: 10, output_tokens: 5 } }));
+  res.end(
+    JSON.stringify({
+      id: id('msg_stub'),
+      type: 'message',
+      role: 'assistant',
+      model,
+      content: blocks,
+      stop_reason: stop,
+      stop_sequence: null,
+      usage: { input_tokens: 10, output_tokens: 5 },
+    }),
+  );
 }
 
 function writeError(res: ServerResponse, status: number, type: string, message: string): void {
@@ -144,7 +172,14 @@ export async function startAnthropicStub(opts: AnthropicStubOptions): Promise<An
     } catch {
       body = undefined;
     }
-    const rec: RecordedRequest = { at: Date.now(), method: req.method ?? 'GET', path: req.url ?? '/', headers: { ...req.headers }, ...(body ? { body } : {}), served: { kind: 'other' } };
+    const rec: RecordedRequest = {
+      at: Date.now(),
+      method: req.method ?? 'GET',
+      path: req.url ?? '/',
+      headers: { ...req.headers },
+      ...(body ? { body } : {}),
+      served: { kind: 'other' },
+    };
     requests.push(rec);
     const path = (req.url ?? '/').split('?')[0];
     if (req.method === 'POST' && path === '/v1/messages/count_tokens') {
@@ -207,7 +242,9 @@ export async function startAnthropicStub(opts: AnthropicStubOptions): Promise<An
 
 /** Every `tool_result` block in a request's messages, in order. */
 export function toolResults(req: MessagesRequest): ContentBlock[] {
-  return req.messages.flatMap((m) => (Array.isArray(m.content) ? m.content.filter((b) => b.type === 'tool_result') : []));
+  return req.messages.flatMap((m) =>
+    Array.isArray(m.content) ? m.content.filter((b) => b.type === 'tool_result') : [],
+  );
 }
 
 /** The text of a `tool_result` block (its string content, or its text blocks joined by newlines). */
@@ -240,7 +277,14 @@ export function toolExchanges(main: RecordedRequest[]): ToolExchange[] {
       .map((b) => {
         const next = main[i + 1]?.body;
         const result = next ? toolResults(next).find((r) => r.tool_use_id === b.id) : undefined;
-        return { turn: i, id: b.id as string, name: b.name as string, input: b.input as Record<string, unknown>, ...(result ? { result, text: toolResultText(result) } : {}), isError: result?.is_error === true };
+        return {
+          turn: i,
+          id: b.id as string,
+          name: b.name as string,
+          input: b.input as Record<string, unknown>,
+          ...(result ? { result, text: toolResultText(result) } : {}),
+          isError: result?.is_error === true,
+        };
       }),
   );
 }

@@ -33,13 +33,19 @@ import { closeSync, existsSync, mkdirSync, mkdtempSync, openSync, readFileSync, 
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { ROOT, sleep } from './cluster.js';
-import { startAnthropicStub, type AnthropicStub, type RecordedRequest, type Step, type Turn } from './anthropic-stub.js';
+import {
+  startAnthropicStub,
+  type AnthropicStub,
+  type RecordedRequest,
+  type Step,
+  type Turn,
+} from './anthropic-stub.js';
 import { startTerminal, type Terminal } from './tmux.js';
 import { startTripwire } from './tripwire-proxy.js';
 import type { ProxyLogEntry } from './round-robin-proxy.js';
 
 /** The pinned version (tools/claude-code/package.json). */
-export const CLAUDE_CODE_VERSION = '2.1.328';
+export const CLAUDE_CODE_VERSION = '2.1.332';
 const TOOL_DIR = join(ROOT, 'tools', 'claude-code');
 /** The dummy key: never a real one. Only the stub ever sees it. */
 export const DUMMY_API_KEY = 'sk-ant-api03-mcp-task-service-test-key-not-real-000000000000000000AA';
@@ -54,7 +60,13 @@ export const SERVER_NAME = 'tasks';
  * this platform is installed.
  */
 export async function claudeCodeBinary(): Promise<string> {
-  const platformBin = join(TOOL_DIR, 'node_modules', '@anthropic-ai', `claude-code-${process.platform}-${process.arch}`, 'claude');
+  const platformBin = join(
+    TOOL_DIR,
+    'node_modules',
+    '@anthropic-ai',
+    `claude-code-${process.platform}-${process.arch}`,
+    'claude',
+  );
   if (existsSync(platformBin)) return platformBin;
   // Install once, even with several test files starting together: an exclusive lock file.
   const lock = join(TOOL_DIR, '.install.lock');
@@ -70,13 +82,18 @@ export async function claudeCodeBinary(): Promise<string> {
   }
   try {
     if (!existsSync(platformBin)) {
-      const r = spawnSync('npm', ['ci', '--prefix', TOOL_DIR, '--no-audit', '--no-fund'], { encoding: 'utf8', timeout: 300_000 });
-      if (r.status !== 0) throw new Error(`npm ci --prefix tools/claude-code failed (${r.status}): ${r.stderr || r.stdout}`);
+      const r = spawnSync('npm', ['ci', '--prefix', TOOL_DIR, '--no-audit', '--no-fund'], {
+        encoding: 'utf8',
+        timeout: 300_000,
+      });
+      if (r.status !== 0)
+        throw new Error(`npm ci --prefix tools/claude-code failed (${r.status}): ${r.stderr || r.stdout}`);
     }
   } finally {
     rmSync(lock, { force: true });
   }
-  if (!existsSync(platformBin)) throw new Error(`no Claude Code binary for ${process.platform}-${process.arch} in tools/claude-code`);
+  if (!existsSync(platformBin))
+    throw new Error(`no Claude Code binary for ${process.platform}-${process.arch} in tools/claude-code`);
   return platformBin;
 }
 
@@ -124,7 +141,14 @@ export function claudeWorkspace(o: WorkspaceOptions): ClaudeWorkspace {
   writeFileSync(
     join(project, '.mcp.json'),
     JSON.stringify({
-      mcpServers: { [SERVER_NAME]: { type: 'http', url: o.mcpUrl, headers: { Authorization: 'Bearer ${MCP_TASKS_TOKEN}' }, timeout: 600_000 } },
+      mcpServers: {
+        [SERVER_NAME]: {
+          type: 'http',
+          url: o.mcpUrl,
+          headers: { Authorization: 'Bearer ${MCP_TASKS_TOKEN}' },
+          timeout: 600_000,
+        },
+      },
     }),
   );
   const asked = join(home, 'elicitations.jsonl');
@@ -133,12 +157,20 @@ export function claudeWorkspace(o: WorkspaceOptions): ClaudeWorkspace {
     const answer = join(home, 'elicitation-answer.json');
     writeFileSync(answer, JSON.stringify({ hookSpecificOutput: { hookEventName: 'Elicitation', ...o.elicitation } }));
     // The hook reads its input (the question) on stdin and answers on stdout.
-    hooks = { Elicitation: [{ hooks: [{ type: 'command', command: `cat >> '${asked}'; echo >> '${asked}'; cat '${answer}'` }] }] };
+    hooks = {
+      Elicitation: [
+        { hooks: [{ type: 'command', command: `cat >> '${asked}'; echo >> '${asked}'; cat '${answer}'` }] },
+      ],
+    };
   }
   mkdirSync(join(project, '.claude'));
   writeFileSync(
     join(project, '.claude', 'settings.local.json'),
-    JSON.stringify({ enableAllProjectMcpServers: true, permissions: { allow: [`mcp__${SERVER_NAME}`] }, ...(hooks ? { hooks } : {}) }),
+    JSON.stringify({
+      enableAllProjectMcpServers: true,
+      permissions: { allow: [`mcp__${SERVER_NAME}`] },
+      ...(hooks ? { hooks } : {}),
+    }),
   );
   const env: Record<string, string> = {
     PATH: process.env.PATH ?? '/usr/bin:/bin',
@@ -221,7 +253,13 @@ export async function runClaudePrint(o: PrintRunOptions): Promise<PrintRun> {
   const bin = await claudeCodeBinary();
   const stub: AnthropicStub = await startAnthropicStub({ script: o.script, ...(o.after ? { after: o.after } : {}) });
   const tripwire = await startTripwire();
-  const ws = claudeWorkspace({ mcpUrl: o.mcpUrl, modelUrl: stub.origin, token: o.token, env: { ...tripwire.env, ...o.env }, ...(o.elicitation ? { elicitation: o.elicitation } : {}) });
+  const ws = claudeWorkspace({
+    mcpUrl: o.mcpUrl,
+    modelUrl: stub.origin,
+    token: o.token,
+    env: { ...tripwire.env, ...o.env },
+    ...(o.elicitation ? { elicitation: o.elicitation } : {}),
+  });
   const started = Date.now();
   try {
     const child = spawn(bin, ['-p', o.prompt, '--output-format', 'json', '--no-session-persistence'], {
@@ -243,7 +281,9 @@ export async function runClaudePrint(o: PrintRunOptions): Promise<PrintRun> {
         /* already gone */
       }
     }, o.timeoutMs ?? 120_000);
-    const [code, signal] = await new Promise<[number | null, NodeJS.Signals | null]>((resolve) => child.once('close', (c, s) => resolve([c, s])));
+    const [code, signal] = await new Promise<[number | null, NodeJS.Signals | null]>((resolve) =>
+      child.once('close', (c, s) => resolve([c, s])),
+    );
     clearTimeout(timer);
     // Whatever the CLI left in its group (it should leave nothing) goes too.
     try {
@@ -285,14 +325,23 @@ export async function runClaudePrint(o: PrintRunOptions): Promise<PrintRun> {
  * `- ! Needs authentication`) in a fresh workspace with `token` as MCP_TASKS_TOKEN. Bounded by
  * `timeoutMs` (default 60000 ms; then SIGKILL to its process group).
  */
-export async function claudeMcpList(o: { mcpUrl: string; token: string; timeoutMs?: number }): Promise<{ code: number | null; stdout: string; offLoopback: string[] }> {
+export async function claudeMcpList(o: {
+  mcpUrl: string;
+  token: string;
+  timeoutMs?: number;
+}): Promise<{ code: number | null; stdout: string; offLoopback: string[] }> {
   const bin = await claudeCodeBinary();
   // No model request is expected; the stub is there so that any would stay on loopback.
   const stub = await startAnthropicStub({ script: [] });
   const tripwire = await startTripwire();
   const ws = claudeWorkspace({ mcpUrl: o.mcpUrl, modelUrl: stub.origin, token: o.token, env: tripwire.env });
   try {
-    const child = spawn(bin, ['mcp', 'list'], { cwd: ws.project, env: ws.env, stdio: ['ignore', 'pipe', 'pipe'], detached: true });
+    const child = spawn(bin, ['mcp', 'list'], {
+      cwd: ws.project,
+      env: ws.env,
+      stdio: ['ignore', 'pipe', 'pipe'],
+      detached: true,
+    });
     let stdout = '';
     child.stdout!.setEncoding('utf8').on('data', (d: string) => (stdout += d));
     child.stderr!.setEncoding('utf8').on('data', (d: string) => (stdout += d));
@@ -346,7 +395,12 @@ export async function startClaudeInteractive(o: InteractiveOptions): Promise<Int
   const bin = await claudeCodeBinary();
   const stub = await startAnthropicStub({ script: o.script, ...(o.after ? { after: o.after } : {}) });
   const tripwire = await startTripwire();
-  const workspace = claudeWorkspace({ mcpUrl: o.mcpUrl, modelUrl: stub.origin, token: o.token, env: { TERM: 'xterm-256color', ...tripwire.env, ...o.env } });
+  const workspace = claudeWorkspace({
+    mcpUrl: o.mcpUrl,
+    modelUrl: stub.origin,
+    token: o.token,
+    env: { TERM: 'xterm-256color', ...tripwire.env, ...o.env },
+  });
   let term: Terminal | undefined;
   const close = async () => {
     term?.close();
@@ -355,7 +409,12 @@ export async function startClaudeInteractive(o: InteractiveOptions): Promise<Int
     workspace.cleanup();
   };
   try {
-    term = startTerminal([bin], { cwd: workspace.project, env: workspace.env, cols: o.cols ?? 160, rows: o.rows ?? 50 });
+    term = startTerminal([bin], {
+      cwd: workspace.project,
+      env: workspace.env,
+      cols: o.cols ?? 160,
+      rows: o.rows ?? 50,
+    });
     // The input box is drawn when the CLI is ready (and its MCP servers are connected).
     await term.waitScreen(/^❯\s/m, 30_000, 'the prompt');
   } catch (e) {

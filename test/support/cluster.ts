@@ -6,13 +6,14 @@
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { createServer } from 'node:net';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, dirname } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { randomBytes } from 'node:crypto';
 import { Redis } from 'ioredis';
 import { appEntry } from '../../scripts/build.mjs';
+import { deleteKeysUnder, keysUnder } from './redis-keys.js';
 
 export { appEntry };
 
@@ -39,7 +40,12 @@ export const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
  * waiting (a template literal would be built before the wait, when nothing was printed yet).
  */
 type Falsy = undefined | null | false | 0 | '';
-export async function waitFor<T>(fn: () => Promise<T | Falsy> | T | Falsy, timeoutMs = 10_000, everyMs = 50, what: string | (() => string) = 'condition'): Promise<T> {
+export async function waitFor<T>(
+  fn: () => Promise<T | Falsy> | T | Falsy,
+  timeoutMs = 10_000,
+  everyMs = 50,
+  what: string | (() => string) = 'condition',
+): Promise<T> {
   const end = Date.now() + timeoutMs;
   let last: unknown;
   for (;;) {
@@ -49,7 +55,10 @@ export async function waitFor<T>(fn: () => Promise<T | Falsy> | T | Falsy, timeo
     } catch (e) {
       last = e;
     }
-    if (Date.now() > end) throw new Error(`timed out after ${timeoutMs} ms waiting for ${typeof what === 'function' ? what() : what}${last ? `: ${(last as Error).message}` : ''}`);
+    if (Date.now() > end)
+      throw new Error(
+        `timed out after ${timeoutMs} ms waiting for ${typeof what === 'function' ? what() : what}${last ? `: ${(last as Error).message}` : ''}`,
+      );
     await sleep(everyMs);
   }
 }
@@ -71,20 +80,29 @@ export interface ThrowawayRedis {
  * @throws when it does not, or when `proc` exits first (with the end of its stdout when that
  *         is collected in `output()`).
  */
-export async function waitForRedisPing(port: number, proc: ChildProcess, output: () => string = () => ''): Promise<void> {
+export async function waitForRedisPing(
+  port: number,
+  proc: ChildProcess,
+  output: () => string = () => '',
+): Promise<void> {
   const probe = new Redis(port, '127.0.0.1', { lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null });
   probe.on('error', () => undefined); // refused until the server listens
   try {
-    await waitFor(async () => {
-      if (proc.exitCode !== null) throw new Error(`redis-server on ${port} exited: ${output()}`);
-      try {
-        await probe.connect();
-        return (await probe.ping()) === 'PONG';
-      } catch {
-        probe.disconnect();
-        return false;
-      }
-    }, 10_000, 50, `redis-server on ${port}`);
+    await waitFor(
+      async () => {
+        if (proc.exitCode !== null) throw new Error(`redis-server on ${port} exited: ${output()}`);
+        try {
+          await probe.connect();
+          return (await probe.ping()) === 'PONG';
+        } catch {
+          probe.disconnect();
+          return false;
+        }
+      },
+      10_000,
+      50,
+      `redis-server on ${port}`,
+    );
   } finally {
     probe.disconnect();
   }
@@ -95,9 +113,13 @@ export async function startRedis(extraArgs: string[] = []): Promise<ThrowawayRed
   const port = await freePort();
   const dir = mkdtempSync(join(tmpdir(), 'mcp-redis-'));
   const launch = async () => {
-    const proc = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--dir', dir, ...extraArgs], {
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
+    const proc = spawn(
+      'redis-server',
+      ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--dir', dir, ...extraArgs],
+      {
+        stdio: ['ignore', 'pipe', 'pipe'],
+      },
+    );
     await waitForRedisPing(port, proc);
     return proc;
   };
@@ -145,12 +167,23 @@ export interface StartOptions {
  * Spawns one app process (`gateway` or `worker`, the compiled `dist/main.js`) and waits for its
  * ready line.
  */
-export async function startProcess(kind: 'gateway' | 'worker', env: Record<string, string>, opts: StartOptions = {}): Promise<Proc> {
+export async function startProcess(
+  kind: 'gateway' | 'worker',
+  env: Record<string, string>,
+  opts: StartOptions = {},
+): Promise<Proc> {
   const port = kind === 'gateway' ? await freePort() : undefined;
   const proc = spawn(process.execPath, [...(opts.nodeArgs ?? []), appEntry(kind)], {
     cwd: ROOT,
     // A worker's operations port: any free one (read back from its ready line), so workers never collide.
-    env: { ...process.env, NODE_ENV: 'test', LOG_LEVEL: 'info', ...(kind === 'worker' ? { WORKER_HTTP_PORT: '0' } : {}), ...env, ...(port ? { PORT: String(port), HOST: '127.0.0.1' } : {}) },
+    env: {
+      ...process.env,
+      NODE_ENV: 'test',
+      LOG_LEVEL: 'info',
+      ...(kind === 'worker' ? { WORKER_HTTP_PORT: '0' } : {}),
+      ...env,
+      ...(port ? { PORT: String(port), HOST: '127.0.0.1' } : {}),
+    },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   const logs: Record<string, unknown>[] = [];
@@ -191,12 +224,26 @@ export async function startProcess(kind: 'gateway' | 'worker', env: Record<strin
             resolve(hit);
           } else if (proc.exitCode !== null) {
             cleanup();
-            reject(new Error(`${kind} exited (${proc.exitCode}) before the expected log line; last lines:\n${logs.slice(-10).map((l) => JSON.stringify(l)).join('\n')}`));
+            reject(
+              new Error(
+                `${kind} exited (${proc.exitCode}) before the expected log line; last lines:\n${logs
+                  .slice(-10)
+                  .map((l) => JSON.stringify(l))
+                  .join('\n')}`,
+              ),
+            );
           }
         };
         const timer = setTimeout(() => {
           cleanup();
-          reject(new Error(`${kind}: expected log line not seen within ${timeoutMs} ms; last lines:\n${logs.slice(-10).map((l) => JSON.stringify(l)).join('\n')}`));
+          reject(
+            new Error(
+              `${kind}: expected log line not seen within ${timeoutMs} ms; last lines:\n${logs
+                .slice(-10)
+                .map((l) => JSON.stringify(l))
+                .join('\n')}`,
+            ),
+          );
         }, timeoutMs);
         const cleanup = () => {
           clearTimeout(timer);
@@ -256,7 +303,7 @@ export interface Cluster {
   redis: Redis;
   addGateway(extraEnv?: Record<string, string>): Promise<Proc>;
   addWorker(extraEnv?: Record<string, string>): Promise<Proc>;
-  /** All keys under this cluster's prefix. */
+  /** All keys under this cluster's prefix, sorted. */
   keys(): Promise<string[]>;
   stop(): Promise<void>;
 }
@@ -281,6 +328,9 @@ export function testEnv(prefix: string, redisUrl: string, extra: Record<string, 
     RATE_LIMIT_REQUESTS_PER_MIN: '1000000',
     RATE_LIMIT_TASK_CREATIONS_PER_MIN: '1000000',
     MAX_OUTSTANDING_TASKS: '1000000',
+    MAX_RUNNING_STEPS_PER_PRINCIPAL: '1000000',
+    MAX_RESULT_BYTES_PER_PRINCIPAL: String(64 * 1024 * 1024 * 1024),
+    RATE_LIMIT_AUTH_FAILURES_PER_MIN: '1000000',
     ...extra,
   };
 }
@@ -319,21 +369,11 @@ export async function startCluster(opts: ClusterOptions = {}): Promise<Cluster> 
       c.workers.push(w);
       return w;
     },
-    async keys() {
-      const out: string[] = [];
-      let cursor = '0';
-      do {
-        const [next, batch] = await redis.scan(cursor, 'MATCH', `${prefix}:*`, 'COUNT', 1000);
-        cursor = next;
-        out.push(...batch);
-      } while (cursor !== '0');
-      return out;
-    },
+    keys: () => keysUnder(redis, prefix),
     async stop() {
       await Promise.allSettled([...c.gateways, ...c.workers].map((p) => p.kill()));
       // Remove this test's keys from the shared Redis (only our prefix).
-      const keys = await c.keys().catch(() => []);
-      for (let i = 0; i < keys.length; i += 500) await redis.del(...keys.slice(i, i + 500)).catch(() => 0);
+      await deleteKeysUnder(redis, prefix).catch(() => 0);
       redis.disconnect();
     },
   };
@@ -348,5 +388,3 @@ export async function startCluster(opts: ClusterOptions = {}): Promise<Cluster> 
   }
   return c;
 }
-
-export { rmSync };

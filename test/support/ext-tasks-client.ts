@@ -40,7 +40,7 @@ import type {
 } from '@modelcontextprotocol/ext-tasks/client';
 
 export const PROTOCOL_VERSION = '2026-07-28';
-export const TASKS_EXTENSION_ID = 'io.modelcontextprotocol/tasks';
+const TASKS_EXTENSION_ID = 'io.modelcontextprotocol/tasks';
 
 /** Client capabilities declared on the connection and framed into every raw request. */
 export const CLIENT_CAPABILITIES = {
@@ -161,7 +161,10 @@ export async function openExtTasksSession(opts: OpenExtTasksSessionOptions): Pro
     },
   );
   await client.connect(
-    new StreamableHTTPClientTransport(new URL(opts.url), opts.headers === undefined ? {} : { requestInit: { headers: { ...opts.headers } } }),
+    new StreamableHTTPClientTransport(
+      new URL(opts.url),
+      opts.headers === undefined ? {} : { requestInit: { headers: { ...opts.headers } } },
+    ),
   );
 
   const rawDispatch: RawClientDispatch = (request, options) => {
@@ -320,7 +323,10 @@ export async function openExtTasksSession(opts: OpenExtTasksSessionOptions): Pro
             });
             // Loop: a settling dispatch cannot start another one after session.close(), but be safe.
             for (let round = 0; inFlight.size > 0 && round < 10; round++)
-              if ((await Promise.race([Promise.allSettled([...inFlight]), timeout.then(() => 'timeout' as const)])) === 'timeout')
+              if (
+                (await Promise.race([Promise.allSettled([...inFlight]), timeout.then(() => 'timeout' as const)])) ===
+                'timeout'
+              )
                 break;
             clearTimeout(timer);
           }
@@ -401,8 +407,7 @@ export async function callToolToOutcome(
       }),
     );
   };
-  const timer =
-    options.cancelAfterMs === undefined ? undefined : setTimeout(requestCancel, options.cancelAfterMs);
+  const timer = options.cancelAfterMs === undefined ? undefined : setTimeout(requestCancel, options.cancelAfterMs);
 
   const tasks: TaskView[] = [];
   let settlement: ToolExecutionSettlement<ToolResult>;

@@ -7,7 +7,7 @@
  */
 import { rpc as clientRpc, requestBody as envelopeBody, type RpcOptions, type RpcResponse } from '@mcp-tasks/client';
 
-export { PROTOCOL_VERSION, TASKS_EXTENSION as TASKS, capabilitiesFor, type RpcResponse } from '@mcp-tasks/client';
+export { PROTOCOL_VERSION, TASKS_EXTENSION as TASKS, type RpcResponse } from '@mcp-tasks/client';
 
 /**
  * Options of one test request: which capabilities to declare (`tasks`, `elicitation` default
@@ -25,13 +25,23 @@ export function requestBody(method: string, params: Record<string, any>, o: Call
 }
 
 /** Sends one JSON-RPC request to `url`. Never throws on HTTP errors; returns status and body. */
-export function rpc(url: string, method: string, params: Record<string, any> = {}, o: CallOptions = {}): Promise<RpcResponse> {
+export function rpc(
+  url: string,
+  method: string,
+  params: Record<string, any> = {},
+  o: CallOptions = {},
+): Promise<RpcResponse> {
   return clientRpc(url, method, params, { ...o, clientInfo: TEST_CLIENT_INFO, id: o.id ?? `t-${nextId++}` });
 }
 
 /** tools/call; returns the response. */
-export const callTool = (url: string, name: string, args: Record<string, unknown> = {}, o: CallOptions = {}, extraParams: Record<string, unknown> = {}) =>
-  rpc(url, 'tools/call', { name, arguments: args, ...extraParams }, o);
+export const callTool = (
+  url: string,
+  name: string,
+  args: Record<string, unknown> = {},
+  o: CallOptions = {},
+  extraParams: Record<string, unknown> = {},
+) => rpc(url, 'tools/call', { name, arguments: args, ...extraParams }, o);
 
 export const getTask = (url: string, taskId: string, o: CallOptions = {}) => rpc(url, 'tasks/get', { taskId }, o);
 export const updateTask = (url: string, taskId: string, inputResponses: Record<string, unknown>, o: CallOptions = {}) =>
@@ -63,7 +73,10 @@ export async function pollTask(
     if (r.body.error) throw new Error(`tasks/get failed: ${JSON.stringify(r.body.error)}`);
     last = r.body.result!;
     if (until(last)) return last;
-    if (Date.now() > end) throw new Error(`task ${taskId} did not reach the expected state in ${timeoutMs} ms; last: ${JSON.stringify(last)}`);
+    if (Date.now() > end)
+      throw new Error(
+        `task ${taskId} did not reach the expected state in ${timeoutMs} ms; last: ${JSON.stringify(last)}`,
+      );
     await new Promise((res) => setTimeout(res, everyMs));
   }
 }

@@ -158,7 +158,9 @@ async function launch(bin: string, o: NginxOptions): Promise<Nginx> {
     writeFileSync(confPath, conf);
   }
   // -e: the error log used before the config is read (else /var/log/nginx/error.log).
-  const proc = spawn(bin, ['-p', dir, '-c', confPath, '-e', join(dir, 'startup-error.log')], { stdio: ['ignore', 'pipe', 'pipe'] });
+  const proc = spawn(bin, ['-p', dir, '-c', confPath, '-e', join(dir, 'startup-error.log')], {
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   let output = '';
   proc.stdout!.setEncoding('utf8').on('data', (d: string) => (output += d));
   proc.stderr!.setEncoding('utf8').on('data', (d: string) => (output += d));
@@ -169,7 +171,11 @@ async function launch(bin: string, o: NginxOptions): Promise<Nginx> {
   };
   process.once('exit', onExit);
   const read = (f: string) => (existsSync(join(dir, f)) ? readFileSync(join(dir, f), 'utf8') : '');
-  const logs = (): NginxLogs => ({ error: read('error.log'), access: read('access.log'), output: output + read('startup-error.log') });
+  const logs = (): NginxLogs => ({
+    error: read('error.log'),
+    access: read('access.log'),
+    output: output + read('startup-error.log'),
+  });
   let stopped = false;
   const stop = async () => {
     if (stopped) return;
@@ -211,14 +217,16 @@ async function launch(bin: string, o: NginxOptions): Promise<Nginx> {
 
 /** Lines of an nginx error log that mean a proxied stream was cut (upstream side). */
 export function streamCutLines(errorLog: string): string[] {
-  return errorLog
-    .split('\n')
-    .filter((l) => /upstream prematurely closed|reset by peer|upstream timed out|broken pipe/i.test(l))
-    // A client that closes its own stream (a test's deliberate close) is logged by nginx as
-    // "client prematurely closed connection ... (104: Connection reset by peer)" when keep-alive
-    // bytes were still unread in the client's socket: the kernel answers with a reset. That is
-    // the client leaving, not the stream being cut.
-    .filter((l) => !/client prematurely closed connection/i.test(l));
+  return (
+    errorLog
+      .split('\n')
+      .filter((l) => /upstream prematurely closed|reset by peer|upstream timed out|broken pipe/i.test(l))
+      // A client that closes its own stream (a test's deliberate close) is logged by nginx as
+      // "client prematurely closed connection ... (104: Connection reset by peer)" when keep-alive
+      // bytes were still unread in the client's socket: the kernel answers with a reset. That is
+      // the client leaving, not the stream being cut.
+      .filter((l) => !/client prematurely closed connection/i.test(l))
+  );
 }
 
 /**
@@ -233,6 +241,8 @@ export function failedAccessLines(access: string, allowUpstream: RegExp = /^$/):
     .filter((l) => {
       const [, status, , upstreamStatus] = l.split('|');
       if (/^(499|5\d\d)$/.test(status ?? '')) return true;
-      return (upstreamStatus ?? '').split(/[,:]\s*/).some((s) => /^5\d\d$/.test(s.trim()) && !allowUpstream.test(s.trim()));
+      return (upstreamStatus ?? '')
+        .split(/[,:]\s*/)
+        .some((s) => /^5\d\d$/.test(s.trim()) && !allowUpstream.test(s.trim()));
     });
 }

@@ -50,7 +50,9 @@ export async function startJwksServer(keys: SigningKey[]): Promise<JwksServer> {
       res.writeHead(status, { 'content-type': 'text/plain' }).end('failing');
       return;
     }
-    res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ keys: published.map((k) => k.jwk) }));
+    res
+      .writeHead(200, { 'content-type': 'application/json' })
+      .end(JSON.stringify({ keys: published.map((k) => k.jwk) }));
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const { port } = server.address() as AddressInfo;
@@ -82,7 +84,9 @@ export const nowSeconds = () => Math.floor(Date.now() / 1000);
 
 /** Signs an ES256 access token. */
 export async function accessToken(s: TokenSpec): Promise<string> {
-  const jwt = new SignJWT({ ...s.claims }).setProtectedHeader({ alg: 'ES256', typ: 'at+jwt', ...(s.kid === null ? {} : { kid: s.kid ?? s.key.kid }) }).setIssuedAt();
+  const jwt = new SignJWT({ ...s.claims })
+    .setProtectedHeader({ alg: 'ES256', typ: 'at+jwt', ...(s.kid === null ? {} : { kid: s.kid ?? s.key.kid }) })
+    .setIssuedAt();
   if (s.issuer) jwt.setIssuer(s.issuer);
   if (s.audience) jwt.setAudience(s.audience);
   if (s.subject !== null) jwt.setSubject(s.subject ?? 'user-1');

@@ -35,7 +35,8 @@ export function parseProm(text: string): Sample[] {
   return out;
 }
 
-const matches = (s: Sample, name: string, labels: Record<string, string>) => s.name === name && Object.entries(labels).every(([k, v]) => s.labels[k] === v);
+const matches = (s: Sample, name: string, labels: Record<string, string>) =>
+  s.name === name && Object.entries(labels).every(([k, v]) => s.labels[k] === v);
 
 /** GETs `url` (a `/metrics` endpoint) and parses it. */
 export async function scrape(url: string): Promise<Scrape> {

@@ -83,13 +83,35 @@ export async function startRedisCluster(masters = 3): Promise<RedisClusterHandle
       ports.push(port);
       procs.push(
         await spawnRedis(port, [
-          '--port', String(port), '--bind', '127.0.0.1', '--cluster-enabled', 'yes',
-          '--cluster-config-file', join(dir, `nodes-${port}.conf`), '--cluster-node-timeout', '2000',
-          '--dir', dir, '--save', '', '--appendonly', 'no', '--maxmemory-policy', 'noeviction',
+          '--port',
+          String(port),
+          '--bind',
+          '127.0.0.1',
+          '--cluster-enabled',
+          'yes',
+          '--cluster-config-file',
+          join(dir, `nodes-${port}.conf`),
+          '--cluster-node-timeout',
+          '2000',
+          '--dir',
+          dir,
+          '--save',
+          '',
+          '--appendonly',
+          'no',
+          '--maxmemory-policy',
+          'noeviction',
         ]),
       );
     }
-    redisCli(['--cluster', 'create', ...ports.map((p) => `127.0.0.1:${p}`), '--cluster-replicas', '0', '--cluster-yes']);
+    redisCli([
+      '--cluster',
+      'create',
+      ...ports.map((p) => `127.0.0.1:${p}`),
+      '--cluster-replicas',
+      '0',
+      '--cluster-yes',
+    ]);
     await waitFor(
       () => ports.every((p) => /cluster_state:ok/.test(redisCli(['-p', String(p), 'cluster', 'info']))),
       20_000,
@@ -132,16 +154,42 @@ export async function startSentinelSetup(sentinels = 1, name = 'mcp-test', repli
     rmSync(dir, { recursive: true, force: true });
   };
   try {
-    const common = ['--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--dir', dir, '--maxmemory-policy', 'noeviction'];
+    const common = [
+      '--bind',
+      '127.0.0.1',
+      '--save',
+      '',
+      '--appendonly',
+      'no',
+      '--dir',
+      dir,
+      '--maxmemory-policy',
+      'noeviction',
+    ];
     const masterPort = await freePort();
     procs.push(await spawnRedis(masterPort, ['--port', String(masterPort), ...common]));
     const replicaPorts: number[] = [];
     for (let i = 0; i < replicas; i++) {
       const replicaPort = await freePort();
       replicaPorts.push(replicaPort);
-      procs.push(await spawnRedis(replicaPort, ['--port', String(replicaPort), ...common, '--replicaof', '127.0.0.1', String(masterPort)]));
+      procs.push(
+        await spawnRedis(replicaPort, [
+          '--port',
+          String(replicaPort),
+          ...common,
+          '--replicaof',
+          '127.0.0.1',
+          String(masterPort),
+        ]),
+      );
     }
-    for (const port of replicaPorts) await waitFor(() => /master_link_status:up/.test(redisCli(['-p', String(port), 'info', 'replication'])), 10_000, 100, 'replica in sync');
+    for (const port of replicaPorts)
+      await waitFor(
+        () => /master_link_status:up/.test(redisCli(['-p', String(port), 'info', 'replication'])),
+        10_000,
+        100,
+        'replica in sync',
+      );
     const sentinelPorts: number[] = [];
     const quorum = Math.floor(sentinels / 2) + 1;
     for (let i = 0; i < sentinels; i++) {
@@ -164,9 +212,15 @@ export async function startSentinelSetup(sentinels = 1, name = 'mcp-test', repli
       );
       procs.push(await spawnRedis(port, [conf, '--sentinel']));
     }
-    const ask = (port: number) => Number(redisCli(['-p', String(port), 'sentinel', 'get-master-addr-by-name', name]).trim().split('\n')[1]);
+    const ask = (port: number) =>
+      Number(
+        redisCli(['-p', String(port), 'sentinel', 'get-master-addr-by-name', name])
+          .trim()
+          .split('\n')[1],
+      );
     // Each Sentinel must know the replicas before a failover can pick one.
-    const seen = (p: number) => replicaPorts.every((port) => redisCli(['-p', String(p), 'sentinel', 'replicas', name]).includes(String(port)));
+    const seen = (p: number) =>
+      replicaPorts.every((port) => redisCli(['-p', String(p), 'sentinel', 'replicas', name]).includes(String(port)));
     await waitFor(() => sentinelPorts.every(seen), 15_000, 100, 'sentinels see the replicas');
     return {
       sentinels: sentinelPorts.map((p) => `127.0.0.1:${p}`).join(','),
@@ -180,15 +234,27 @@ export async function startSentinelSetup(sentinels = 1, name = 'mcp-test', repli
         const before = ask(sentinelPorts[0]!);
         const t0 = Date.now();
         // A Sentinel refuses while it still thinks the replica is not eligible ("NOGOODSLAVE"): retry briefly.
-        await waitFor(() => {
-          const r = spawnSync('redis-cli', ['-p', String(sentinelPorts[0]), 'sentinel', 'failover', name], { encoding: 'utf8' });
-          return /OK/.test(r.stdout);
-        }, 10_000, 200, 'SENTINEL FAILOVER accepted');
-        await waitFor(async () => {
-          if (ask(sentinelPorts[0]!) === before) return false;
-          await sleep(0);
-          return true;
-        }, 15_000, 20, 'the Sentinel to name the new master');
+        await waitFor(
+          () => {
+            const r = spawnSync('redis-cli', ['-p', String(sentinelPorts[0]), 'sentinel', 'failover', name], {
+              encoding: 'utf8',
+            });
+            return /OK/.test(r.stdout);
+          },
+          10_000,
+          200,
+          'SENTINEL FAILOVER accepted',
+        );
+        await waitFor(
+          async () => {
+            if (ask(sentinelPorts[0]!) === before) return false;
+            await sleep(0);
+            return true;
+          },
+          15_000,
+          20,
+          'the Sentinel to name the new master',
+        );
         return Date.now() - t0;
       },
       stop,

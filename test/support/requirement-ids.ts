@@ -12,7 +12,8 @@
  *    and it runs to the end of the clause: `;`, `:`, `|`, `—`, a sentence end (`. `), a closing
  *    bracket it did not open, or the end of the line. Any other `B-nn` is a base-protocol id.
  *    `N-nn` ids are always cases (no spec family uses `N`);
- *  - SEPs: `SEP-` and the number: `SEP-2243`.
+ *  - SEPs: `SEP-` and the number: `SEP-2243`;
+ *  - this project's own requirements for durable steps (issue 22): `R-01`…
  * Letter or number suffixes after a two-digit id name a part of it ("case B-17h", "case B-05.6",
  * "case B-16(c)") and cite the id itself.
  *
@@ -22,8 +23,11 @@
 import { readdirSync, readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 
-/** Families of the spec digests (`/work/shared/spec/*`): letters before the dash. */
-export const SPEC_FAMILIES = ['T', 'H', 'B', 'V', 'D', 'S', 'M', 'P', 'C', 'E', 'L', 'K', 'IO', 'LG'] as const;
+/**
+ * Families of the spec digests (`/work/shared/spec/*`): letters before the dash; and `R`, the
+ * project's own requirements for durable steps (docs/requirements.md).
+ */
+export const SPEC_FAMILIES = ['T', 'H', 'B', 'V', 'D', 'S', 'M', 'P', 'C', 'E', 'L', 'K', 'IO', 'LG', 'R'] as const;
 
 /** Strings shaped like a citation that are something else. */
 export const NOT_IDS = new Set(['P-256']);
@@ -112,7 +116,7 @@ export function scanText(text: string, file: string): { citations: Citation[]; m
 export const SCANNED = {
   dirs: ['apps', 'packages', 'test', 'docs', 'scripts', 'bench', 'k8s', 'tools', '.ci'],
   files: ['README.md', '.env.example', 'Dockerfile', 'docker-compose.yml', 'package.json'],
-  skipDirs: new Set(['node_modules', 'dist', '.git', 'coverage']),
+  skipDirs: new Set(['node_modules', 'dist', '.git', 'coverage', '.venv']),
   skipFiles: new Set(['package-lock.json']),
   /** Extensions read; files without an extension are read too (`.ci/run`). */
   extensions: /\.(?:[cm]?[jt]s|lua|md|json|ya?ml|sh|conf|txt)$/,
@@ -178,7 +182,10 @@ export function parseRequirements(text: string): { entries: Map<string, Requirem
       previousWasRow = false;
       return;
     }
-    const cells = raw.split('|').slice(1, -1).map((c) => c.trim());
+    const cells = raw
+      .split('|')
+      .slice(1, -1)
+      .map((c) => c.trim());
     const first = (cells[0] ?? '').replace(/`/g, '');
     if (!previousWasRow) inIdTable = first === 'id'; // a table's header row
     previousWasRow = true;
@@ -193,7 +200,9 @@ export function parseRequirements(text: string): { entries: Map<string, Requirem
       return;
     }
     if (entries.has(first)) {
-      problems.push(`docs/requirements.md:${line}: ${first} is listed twice (first on line ${entries.get(first)!.line})`);
+      problems.push(
+        `docs/requirements.md:${line}: ${first} is listed twice (first on line ${entries.get(first)!.line})`,
+      );
       return;
     }
     entries.set(first, { id: first, line, meaning: cells[1], source: cells[2] });

@@ -50,7 +50,17 @@ export interface RoundRobinProxyOptions {
 }
 
 // Hop-by-hop headers (RFC 9110 §7.6.1) are not forwarded.
-const HOP_BY_HOP = new Set(['connection', 'keep-alive', 'proxy-connection', 'transfer-encoding', 'te', 'trailer', 'upgrade', 'proxy-authorization', 'proxy-authenticate']);
+const HOP_BY_HOP = new Set([
+  'connection',
+  'keep-alive',
+  'proxy-connection',
+  'transfer-encoding',
+  'te',
+  'trailer',
+  'upgrade',
+  'proxy-authorization',
+  'proxy-authenticate',
+]);
 
 function forwardable(headers: IncomingHttpHeaders): IncomingHttpHeaders {
   const out: IncomingHttpHeaders = {};
@@ -59,7 +69,10 @@ function forwardable(headers: IncomingHttpHeaders): IncomingHttpHeaders {
 }
 
 /** Starts a proxy on 127.0.0.1 (random port) in front of `upstreams` (full URLs; only origin and path are used). */
-export async function startRoundRobinProxy(upstreams: string[], opts: RoundRobinProxyOptions = {}): Promise<RoundRobinProxy> {
+export async function startRoundRobinProxy(
+  upstreams: string[],
+  opts: RoundRobinProxyOptions = {},
+): Promise<RoundRobinProxy> {
   if (upstreams.length === 0) throw new Error('startRoundRobinProxy: no upstreams');
   const targets = upstreams.map((u) => new URL(u));
   const counts = targets.map(() => 0);

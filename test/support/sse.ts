@@ -42,7 +42,12 @@ export interface SseCall {
  * Starts `method` on `url` (MCP endpoint) with the standard headers and `_meta` envelope.
  * `o.meta` adds `_meta` keys (e.g. `progressToken`); `o.tasks`/`o.elicitation` as in mcp.ts.
  */
-export function sseCall(url: string, method: string, params: Record<string, any>, o: CallOptions & { id?: string | number } = {}): SseCall {
+export function sseCall(
+  url: string,
+  method: string,
+  params: Record<string, any>,
+  o: CallOptions & { id?: string | number } = {},
+): SseCall {
   const id = o.id ?? `s-${Math.random().toString(36).slice(2)}`;
   const body = requestBody(method, params, o, id);
   const headers: Record<string, string> = {
@@ -161,7 +166,8 @@ export function sseCall(url: string, method: string, params: Record<string, any>
       });
     },
     final() {
-      return frames.find((f) => f.message && 'id' in f.message && ('result' in f.message || 'error' in f.message))?.message;
+      return frames.find((f) => f.message && 'id' in f.message && ('result' in f.message || 'error' in f.message))
+        ?.message;
     },
     progress() {
       return frames

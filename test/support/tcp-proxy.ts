@@ -37,7 +37,14 @@ export interface TcpProxy {
 }
 
 /** Forwards chunks from `from` to `to` after `delay()` ms each, in order. */
-function delayedPipe(from: Socket, to: Socket, dir: Direction, delay: () => number, tap: () => TcpProxyOptions['tap'], onCut: () => void) {
+function delayedPipe(
+  from: Socket,
+  to: Socket,
+  dir: Direction,
+  delay: () => number,
+  tap: () => TcpProxyOptions['tap'],
+  onCut: () => void,
+) {
   const queue: { due: number; chunk: Buffer }[] = [];
   let timer: NodeJS.Timeout | undefined;
   let lastDue = 0;
@@ -110,8 +117,22 @@ export async function startTcpProxy(opts: TcpProxyOptions): Promise<TcpProxy> {
     const upstream = connect(opts.targetPort, host);
     upstream.on('error', () => client.destroy());
     client.on('error', () => upstream.destroy());
-    const stopUp = delayedPipe(client, upstream, 'up', () => delay.up, () => tap, pause);
-    const stopDown = delayedPipe(upstream, client, 'down', () => delay.down, () => tap, pause);
+    const stopUp = delayedPipe(
+      client,
+      upstream,
+      'up',
+      () => delay.up,
+      () => tap,
+      pause,
+    );
+    const stopDown = delayedPipe(
+      upstream,
+      client,
+      'down',
+      () => delay.down,
+      () => tap,
+      pause,
+    );
     const entry = {
       client,
       upstream,

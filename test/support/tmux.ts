@@ -29,7 +29,10 @@ const shellQuote = (s: string) => `'${s.replace(/'/g, `'\\''`)}'`;
  * Starts `argv` in `cwd` with exactly `env` (nothing else: launched through `env -i`) in a
  * `cols`×`rows` terminal.
  */
-export function startTerminal(argv: string[], o: { cwd: string; env: Record<string, string>; cols?: number; rows?: number }): Terminal {
+export function startTerminal(
+  argv: string[],
+  o: { cwd: string; env: Record<string, string>; cols?: number; rows?: number },
+): Terminal {
   const dir = mkdtempSync(join(tmpdir(), 'tmux-test-'));
   const socket = join(dir, 'sock');
   const launcher = join(dir, 'run.sh');
@@ -40,9 +43,31 @@ export function startTerminal(argv: string[], o: { cwd: string; env: Record<stri
       .join(' ')} ${argv.map(shellQuote).join(' ')}\n`,
   );
   // The tmux server itself gets a minimal environment too (its panes would inherit it).
-  const tmuxEnv = { PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: o.env.HOME ?? dir, TERM: 'xterm-256color', LANG: 'C.UTF-8' };
-  const tmux = (...args: string[]) => execFileSync('tmux', ['-S', socket, ...args], { env: tmuxEnv, encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] });
-  tmux('-f', '/dev/null', 'new-session', '-d', '-s', 'main', '-x', String(o.cols ?? 160), '-y', String(o.rows ?? 50), `sh ${shellQuote(launcher)}`);
+  const tmuxEnv = {
+    PATH: process.env.PATH ?? '/usr/bin:/bin',
+    HOME: o.env.HOME ?? dir,
+    TERM: 'xterm-256color',
+    LANG: 'C.UTF-8',
+  };
+  const tmux = (...args: string[]) =>
+    execFileSync('tmux', ['-S', socket, ...args], {
+      env: tmuxEnv,
+      encoding: 'utf8',
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+  tmux(
+    '-f',
+    '/dev/null',
+    'new-session',
+    '-d',
+    '-s',
+    'main',
+    '-x',
+    String(o.cols ?? 160),
+    '-y',
+    String(o.rows ?? 50),
+    `sh ${shellQuote(launcher)}`,
+  );
   // Keep the pane (and its last screen) if the program exits, so a failure can be read.
   tmux('set-option', '-t', 'main', 'remain-on-exit', 'on');
   const pid = Number(tmux('display-message', '-p', '-t', 'main', '#{pane_pid}').trim());
@@ -58,7 +83,10 @@ export function startTerminal(argv: string[], o: { cwd: string; env: Record<stri
       for (;;) {
         last = t.screen();
         if (re.test(last)) return last;
-        if (Date.now() > end) throw new Error(`terminal: ${what} not on screen within ${timeoutMs} ms; screen:\n${last.replace(/\n\s*\n/g, '\n')}`);
+        if (Date.now() > end)
+          throw new Error(
+            `terminal: ${what} not on screen within ${timeoutMs} ms; screen:\n${last.replace(/\n\s*\n/g, '\n')}`,
+          );
         await sleep(100);
       }
     },

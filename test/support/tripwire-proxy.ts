@@ -45,7 +45,14 @@ export async function startTripwire(): Promise<Tripwire> {
   return {
     url,
     attempts,
-    env: { HTTPS_PROXY: url, HTTP_PROXY: url, https_proxy: url, http_proxy: url, NO_PROXY: LOOPBACK_HOSTS, no_proxy: LOOPBACK_HOSTS },
+    env: {
+      HTTPS_PROXY: url,
+      HTTP_PROXY: url,
+      https_proxy: url,
+      http_proxy: url,
+      NO_PROXY: LOOPBACK_HOSTS,
+      no_proxy: LOOPBACK_HOSTS,
+    },
     close: () =>
       new Promise<void>((resolve) => {
         server.close(() => resolve());

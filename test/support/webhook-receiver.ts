@@ -40,7 +40,9 @@ export interface WebhookReceiver {
   close(): Promise<void>;
 }
 
-export async function startWebhookReceiver(mode: ReceiverMode = { kind: 'status', status: 204 }): Promise<WebhookReceiver> {
+export async function startWebhookReceiver(
+  mode: ReceiverMode = { kind: 'status', status: 204 },
+): Promise<WebhookReceiver> {
   const received: ReceivedWebhook[] = [];
   const open = new Set<ServerResponse>();
   const r: WebhookReceiver = {
@@ -57,13 +59,14 @@ export async function startWebhookReceiver(mode: ReceiverMode = { kind: 'status'
       server.closeAllConnections();
       if (server.listening) await new Promise((res) => server.close(() => res(undefined)));
     },
-    up: () => new Promise<void>((res, rej) => {
-      server.once('error', rej);
-      server.listen(port, '127.0.0.1', () => {
-        server.off('error', rej);
-        res();
-      });
-    }),
+    up: () =>
+      new Promise<void>((res, rej) => {
+        server.once('error', rej);
+        server.listen(port, '127.0.0.1', () => {
+          server.off('error', rej);
+          res();
+        });
+      }),
     close: () => r.down(),
   };
   const server = createServer((req: IncomingMessage, res: ServerResponse) => {
@@ -80,7 +83,8 @@ export async function startWebhookReceiver(mode: ReceiverMode = { kind: 'status'
         res.on('close', () => open.delete(res));
         return;
       }
-      const status = m.kind === 'status' ? m.status : r.byId(headers['webhook-id'] ?? '').length <= m.failures ? 500 : 200;
+      const status =
+        m.kind === 'status' ? m.status : r.byId(headers['webhook-id'] ?? '').length <= m.failures ? 500 : 200;
       w.answered = status;
       res.writeHead(status, { 'content-type': 'text/plain' }).end(status < 300 ? 'ok' : 'no');
     });

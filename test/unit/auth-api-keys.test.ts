@@ -19,8 +19,10 @@ const ALICE_NEW_KEY = 'alice-rotated-key-9876543210fedcba';
 const sha256hex = (s: string) => createHash('sha256').update(s).digest('hex');
 const RING = { REQUEST_STATE_KEYS: 'k1:ring-secret-0123456789abcdefghijklmnop' };
 
-const authFor = (env: Record<string, string>) => createAuthenticator(loadConfig({ HOST: '0.0.0.0', ...RING, ...env }).auth);
-const keys = () => authFor({ AUTH_API_KEYS: `alice:${ALICE_KEY},bob:sha256:${sha256hex(BOB_KEY)},alice:${ALICE_NEW_KEY}` });
+const authFor = (env: Record<string, string>) =>
+  createAuthenticator(loadConfig({ HOST: '0.0.0.0', ...RING, ...env }).auth);
+const keys = () =>
+  authFor({ AUTH_API_KEYS: `alice:${ALICE_KEY},bob:sha256:${sha256hex(BOB_KEY)},alice:${ALICE_NEW_KEY}` });
 
 function assertInvalidToken(r: AuthOutcome, what: string) {
   assert.equal(r.ok, false, `${what}: refused`);
@@ -32,12 +34,22 @@ function assertInvalidToken(r: AuthOutcome, what: string) {
 describe('Authenticator: API keys', () => {
   it('the right key gives principal key:<name>, kind apikey, no scopes', async () => {
     const a = await keys();
-    assert.deepEqual(await a.authenticate(`Bearer ${ALICE_KEY}`), { ok: true, principal: 'key:alice', scopes: [], kind: 'apikey' });
+    assert.deepEqual(await a.authenticate(`Bearer ${ALICE_KEY}`), {
+      ok: true,
+      principal: 'key:alice',
+      scopes: [],
+      kind: 'apikey',
+    });
   });
 
   it('the sha256:<hex> form matches the key whose digest it is (base64 characters included)', async () => {
     const a = await keys();
-    assert.deepEqual(await a.authenticate(`Bearer ${BOB_KEY}`), { ok: true, principal: 'key:bob', scopes: [], kind: 'apikey' });
+    assert.deepEqual(await a.authenticate(`Bearer ${BOB_KEY}`), {
+      ok: true,
+      principal: 'key:bob',
+      scopes: [],
+      kind: 'apikey',
+    });
     // Presenting the digest itself is not the key.
     assertInvalidToken(await a.authenticate(`Bearer ${sha256hex(BOB_KEY)}`), 'the digest as a token');
   });
@@ -50,7 +62,12 @@ describe('Authenticator: API keys', () => {
 
   it('a wrong key, a key with one character changed, a prefix and an extension are 401 invalid_token', async () => {
     const a = await keys();
-    for (const token of ['wrong-key-0123456789abcdef', `${ALICE_KEY.slice(0, -1)}X`, ALICE_KEY.slice(0, 20), `${ALICE_KEY}0`]) {
+    for (const token of [
+      'wrong-key-0123456789abcdef',
+      `${ALICE_KEY.slice(0, -1)}X`,
+      ALICE_KEY.slice(0, 20),
+      `${ALICE_KEY}0`,
+    ]) {
       assertInvalidToken(await a.authenticate(`Bearer ${token}`), token);
     }
   });
@@ -105,9 +122,17 @@ describe('Authenticator: API keys', () => {
 describe('Authenticator: anonymous', () => {
   it('AUTH_ALLOW_ANONYMOUS=true with keys: no header is anonymous, a valid key its principal, a bad header still refused', async () => {
     const a = await authFor({ AUTH_API_KEYS: `alice:${ALICE_KEY}`, AUTH_ALLOW_ANONYMOUS: 'true' });
-    assert.deepEqual(await a.authenticate(undefined), { ok: true, principal: 'anonymous', scopes: [], kind: 'anonymous' });
+    assert.deepEqual(await a.authenticate(undefined), {
+      ok: true,
+      principal: 'anonymous',
+      scopes: [],
+      kind: 'anonymous',
+    });
     assert.equal(((await a.authenticate(`Bearer ${ALICE_KEY}`)) as { principal: string }).principal, 'key:alice');
-    assertInvalidToken(await a.authenticate('Bearer not-a-configured-key-0123'), 'a wrong key is never downgraded to anonymous');
+    assertInvalidToken(
+      await a.authenticate('Bearer not-a-configured-key-0123'),
+      'a wrong key is never downgraded to anonymous',
+    );
     assertInvalidToken(await a.authenticate('Basic Zm9vOmJhcg=='), 'Basic is never downgraded to anonymous');
   });
 

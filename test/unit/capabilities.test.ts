@@ -18,7 +18,12 @@ describe('storedCapabilities', () => {
         extensions: { 'io.modelcontextprotocol/tasks': { some: 'settings' } },
         experimental: { anything: true },
       }),
-      { elicitation: { form: {}, url: {} }, sampling: {}, roots: { listChanged: true }, extensions: { 'io.modelcontextprotocol/tasks': {} } },
+      {
+        elicitation: { form: {}, url: {} },
+        sampling: {},
+        roots: { listChanged: true },
+        extensions: { 'io.modelcontextprotocol/tasks': {} },
+      },
     );
   });
 
@@ -26,7 +31,9 @@ describe('storedCapabilities', () => {
     const junk = 'x'.repeat(3_000_000);
     const stored = storedCapabilities({
       elicitation: { form: { junk } },
-      extensions: Object.fromEntries(Array.from({ length: 500 }, (_, i) => [`ext/${i}-${'y'.repeat(i % 300)}`, { junk }])),
+      extensions: Object.fromEntries(
+        Array.from({ length: 500 }, (_, i) => [`ext/${i}-${'y'.repeat(i % 300)}`, { junk }]),
+      ),
       experimental: { junk },
     });
     assert.deepEqual(stored.elicitation, {}, 'declared, but its oversized contents dropped');

@@ -60,12 +60,15 @@ describe('headers (H-17, T-42, SEP-2243)', () => {
         plain: { type: 'string' },
       },
     };
-    assert.deepEqual(paramHeaders(schema, { region: 'Zürich', count: 42, dry: false, opts: { zone: 'a' }, plain: 'x' }), {
-      'mcp-param-region': `=?base64?${Buffer.from('Zürich').toString('base64')}?=`,
-      'mcp-param-count': '42',
-      'mcp-param-dry-run': 'false',
-      'mcp-param-zone': 'a',
-    });
+    assert.deepEqual(
+      paramHeaders(schema, { region: 'Zürich', count: 42, dry: false, opts: { zone: 'a' }, plain: 'x' }),
+      {
+        'mcp-param-region': `=?base64?${Buffer.from('Zürich').toString('base64')}?=`,
+        'mcp-param-count': '42',
+        'mcp-param-dry-run': 'false',
+        'mcp-param-zone': 'a',
+      },
+    );
     assert.deepEqual(paramHeaders(schema, { region: null, count: undefined }), {});
   });
 });
@@ -85,8 +88,28 @@ describe('mcp-tasks call arguments', () => {
   };
   it('types each --arg by the schema, on top of --args', () => {
     assert.deepEqual(
-      buildArguments(schema, '{"topic":"x","seconds":1}', ['seconds=5', 'ratio=0.5', 'quiet=yes', 'topic=42', 'tags=["a","b"]', 'limit=null', 'nested.depth=3', 'extra={"k":1}', 'free=text']),
-      { topic: '42', seconds: 5, ratio: 0.5, quiet: true, tags: ['a', 'b'], limit: null, nested: { depth: 3 }, extra: { k: 1 }, free: 'text' },
+      buildArguments(schema, '{"topic":"x","seconds":1}', [
+        'seconds=5',
+        'ratio=0.5',
+        'quiet=yes',
+        'topic=42',
+        'tags=["a","b"]',
+        'limit=null',
+        'nested.depth=3',
+        'extra={"k":1}',
+        'free=text',
+      ]),
+      {
+        topic: '42',
+        seconds: 5,
+        ratio: 0.5,
+        quiet: true,
+        tags: ['a', 'b'],
+        limit: null,
+        nested: { depth: 3 },
+        extra: { k: 1 },
+        free: 'text',
+      },
     );
     assert.deepEqual(buildArguments(schema, undefined, ['topic=a=b']), { topic: 'a=b' }, 'only the first = splits');
   });
@@ -116,8 +139,19 @@ describe('progress from a task statusMessage (T-41: tasks carry no numbers)', ()
 
 describe('result text (D11)', () => {
   it('structuredContent.summary first, else the text content, else the structured JSON', () => {
-    assert.equal(resultText({ content: [{ type: 'text', text: 'long' }], structuredContent: { summary: 'short' } }), 'short');
-    assert.equal(resultText({ content: [{ type: 'text', text: 'a' }, { type: 'image', mimeType: 'image/png' }] }), 'a\n[image: image/png]');
+    assert.equal(
+      resultText({ content: [{ type: 'text', text: 'long' }], structuredContent: { summary: 'short' } }),
+      'short',
+    );
+    assert.equal(
+      resultText({
+        content: [
+          { type: 'text', text: 'a' },
+          { type: 'image', mimeType: 'image/png' },
+        ],
+      }),
+      'a\n[image: image/png]',
+    );
     assert.equal(resultText({ content: [], structuredContent: { n: 1 } }), '{\n  "n": 1\n}');
   });
 });

@@ -26,7 +26,13 @@ const JWT = {
   REQUEST_STATE_KEYS: `k1:${RS1}`,
   HOST: '0.0.0.0',
 };
-const PUBLIC_JWK = { kty: 'EC', crv: 'P-256', x: 'f83OJ3D2xF1Bg8vub9tLe1gHMzV76e8Tus9uPHvRVEU', y: 'x_FEzRu9m36HLN_tue659LNpXW6pCyStikYjKIWI5a0', kid: 'a' };
+const PUBLIC_JWK = {
+  kty: 'EC',
+  crv: 'P-256',
+  x: 'f83OJ3D2xF1Bg8vub9tLe1gHMzV76e8Tus9uPHvRVEU',
+  y: 'x_FEzRu9m36HLN_tue659LNpXW6pCyStikYjKIWI5a0',
+  kid: 'a',
+};
 
 /** Asserts `loadConfig(env)` throws a one-line ConfigError naming `variable`, and returns the message. */
 function refusal(env: Record<string, string>, variable: string, also?: RegExp): string {
@@ -36,7 +42,10 @@ function refusal(env: Record<string, string>, variable: string, also?: RegExp): 
   } catch (e) {
     caught = e;
   }
-  assert.ok(caught instanceof ConfigError, `loadConfig(${JSON.stringify(Object.keys(env))}) must throw a ConfigError, got ${String(caught)}`);
+  assert.ok(
+    caught instanceof ConfigError,
+    `loadConfig(${JSON.stringify(Object.keys(env))}) must throw a ConfigError, got ${String(caught)}`,
+  );
   const msg = caught.message;
   assert.doesNotMatch(msg, /[\r\n]/, `one line: ${JSON.stringify(msg)}`);
   assert.ok(msg.startsWith('invalid configuration: '), msg);
@@ -56,7 +65,10 @@ describe('start rules: anonymous access and the development requestState key', (
     assert.equal(c.requestState.keys.length, 1);
     assert.equal(c.requestState.keys[0]!.kid, 'dev');
     assert.ok(c.requestState.keys[0]!.secret.length >= 32);
-    assert.deepEqual(authStartupWarnings(c).map((w) => w.event), ['auth.anonymous_dev', 'request_state.dev_key']);
+    assert.deepEqual(
+      authStartupWarnings(c).map((w) => w.event),
+      ['auth.anonymous_dev', 'request_state.dev_key'],
+    );
   });
 
   for (const host of ['127.0.0.1', '127.0.0.2', 'localhost', '::1', '[::1]']) {
@@ -74,9 +86,9 @@ describe('start rules: anonymous access and the development requestState key', (
     });
   }
 
-  it('NODE_ENV=production on loopback without authentication refuses to start (any letter case)', () => {
+  it('NODE_ENV=production on loopback without authentication refuses to start; another spelling is no NODE_ENV', () => {
     refusal({ NODE_ENV: 'production' }, 'AUTH_API_KEYS', /NODE_ENV=production/);
-    refusal({ NODE_ENV: 'Production' }, 'AUTH_API_KEYS');
+    refusal({ NODE_ENV: 'Production' }, 'NODE_ENV', /exactly production, development or test/);
   });
 
   it('AUTH_ALLOW_ANONYMOUS=true allows anonymous anywhere, but not the dev requestState key', () => {
@@ -86,7 +98,10 @@ describe('start rules: anonymous access and the development requestState key', (
     assert.equal(c.auth.allowAnonymous, true);
     assert.equal(c.auth.anonymous, 'configured');
     assert.equal(c.requestState.isDevKey, false);
-    assert.deepEqual(authStartupWarnings(c).map((w) => w.event), ['auth.anonymous_allowed']);
+    assert.deepEqual(
+      authStartupWarnings(c).map((w) => w.event),
+      ['auth.anonymous_allowed'],
+    );
   });
 
   it('configured authentication turns anonymous off and needs REQUEST_STATE_KEYS even on loopback in development', () => {
@@ -106,23 +121,31 @@ describe('start rules: anonymous access and the development requestState key', (
   it('the dev key is never used outside (no auth, loopback, not production): a matrix', () => {
     const hosts = ['127.0.0.1', '0.0.0.0'];
     const envs = ['development', 'test', 'production'];
-    const auths: Record<string, string>[] = [{}, { AUTH_ALLOW_ANONYMOUS: 'true' }, { AUTH_API_KEYS: `alice:${ALICE_KEY}` }];
+    const auths: Record<string, string>[] = [
+      {},
+      { AUTH_ALLOW_ANONYMOUS: 'true' },
+      { AUTH_API_KEYS: `alice:${ALICE_KEY}` },
+    ];
     const rings: Record<string, string>[] = [{}, { REQUEST_STATE_KEYS: `k1:${RS1}` }];
     let loaded = 0;
-    for (const HOST of hosts) for (const NODE_ENV of envs) for (const a of auths) for (const r of rings) {
-      let c: Config;
-      try {
-        c = loadConfig({ HOST, NODE_ENV, ...a, ...r });
-      } catch (e) {
-        assert.ok(e instanceof ConfigError);
-        continue;
-      }
-      loaded += 1;
-      const devConditions = HOST === '127.0.0.1' && NODE_ENV !== 'production' && !a.AUTH_API_KEYS;
-      if (c.requestState.isDevKey) assert.ok(devConditions && !r.REQUEST_STATE_KEYS, JSON.stringify({ HOST, NODE_ENV, a, r }));
-      else assert.ok(r.REQUEST_STATE_KEYS, 'without the dev key, the ring is the configured one');
-      if (c.auth.allowAnonymous) assert.ok(devConditions || a.AUTH_ALLOW_ANONYMOUS === 'true');
-    }
+    for (const HOST of hosts)
+      for (const NODE_ENV of envs)
+        for (const a of auths)
+          for (const r of rings) {
+            let c: Config;
+            try {
+              c = loadConfig({ HOST, NODE_ENV, ...a, ...r });
+            } catch (e) {
+              assert.ok(e instanceof ConfigError);
+              continue;
+            }
+            loaded += 1;
+            const devConditions = HOST === '127.0.0.1' && NODE_ENV !== 'production' && !a.AUTH_API_KEYS;
+            if (c.requestState.isDevKey)
+              assert.ok(devConditions && !r.REQUEST_STATE_KEYS, JSON.stringify({ HOST, NODE_ENV, a, r }));
+            else assert.ok(r.REQUEST_STATE_KEYS, 'without the dev key, the ring is the configured one');
+            if (c.auth.allowAnonymous) assert.ok(devConditions || a.AUTH_ALLOW_ANONYMOUS === 'true');
+          }
     assert.ok(loaded >= 10, `some combinations load (${loaded})`);
   });
 
@@ -134,16 +157,29 @@ describe('start rules: anonymous access and the development requestState key', (
 
 describe('AUTH_API_KEYS', () => {
   it('principal:key and principal:sha256:<hex> give names and SHA-256 digests (never the key)', () => {
-    const c = loadConfig({ ...EXPOSED, AUTH_API_KEYS: ` alice:${ALICE_KEY} , bob:sha256:${sha256hex(BOB_KEY).toUpperCase()},` });
-    assert.deepEqual(c.auth.apiKeys.map((k) => k.name), ['alice', 'bob']);
+    const c = loadConfig({
+      ...EXPOSED,
+      AUTH_API_KEYS: ` alice:${ALICE_KEY} , bob:sha256:${sha256hex(BOB_KEY).toUpperCase()},`,
+    });
+    assert.deepEqual(
+      c.auth.apiKeys.map((k) => k.name),
+      ['alice', 'bob'],
+    );
     assert.equal(c.auth.apiKeys[0]!.digest.toString('hex'), sha256hex(ALICE_KEY));
     assert.equal(c.auth.apiKeys[1]!.digest.toString('hex'), sha256hex(BOB_KEY));
   });
 
   it('one principal may hold two keys (key rotation); one key may not name two principals', () => {
     const c = loadConfig({ ...EXPOSED, AUTH_API_KEYS: `alice:${ALICE_KEY},alice:${BOB_KEY}` });
-    assert.deepEqual(c.auth.apiKeys.map((k) => k.name), ['alice', 'alice']);
-    refusal({ ...EXPOSED, AUTH_API_KEYS: `alice:${ALICE_KEY},bob:sha256:${sha256hex(ALICE_KEY)}` }, 'AUTH_API_KEYS', /entries 1 and 2/);
+    assert.deepEqual(
+      c.auth.apiKeys.map((k) => k.name),
+      ['alice', 'alice'],
+    );
+    refusal(
+      { ...EXPOSED, AUTH_API_KEYS: `alice:${ALICE_KEY},bob:sha256:${sha256hex(ALICE_KEY)}` },
+      'AUTH_API_KEYS',
+      /entries 1 and 2/,
+    );
   });
 
   it('principal names: 1-64 of letters, digits, ".", "_", "-"', () => {
@@ -151,7 +187,11 @@ describe('AUTH_API_KEYS', () => {
       assert.equal(loadConfig({ ...EXPOSED, AUTH_API_KEYS: `${name}:${ALICE_KEY}` }).auth.apiKeys[0]!.name, name);
     }
     for (const name of ['', 'x'.repeat(65), 'al ice', 'a/b', 'ali@ce', 'é']) {
-      refusal({ ...EXPOSED, AUTH_API_KEYS: `${name}:${ALICE_KEY}` }, 'AUTH_API_KEYS', /entry 1: expected principal:key/);
+      refusal(
+        { ...EXPOSED, AUTH_API_KEYS: `${name}:${ALICE_KEY}` },
+        'AUTH_API_KEYS',
+        /entry 1: expected principal:key/,
+      );
     }
   });
 
@@ -175,7 +215,11 @@ describe('AUTH_API_KEYS', () => {
   }
 
   it('the second entry is named by its position', () => {
-    refusal({ ...EXPOSED, AUTH_API_KEYS: `alice:${ALICE_KEY},bob:tiny` }, 'AUTH_API_KEYS', /entry 2 \(principal "bob"\)/);
+    refusal(
+      { ...EXPOSED, AUTH_API_KEYS: `alice:${ALICE_KEY},bob:tiny` },
+      'AUTH_API_KEYS',
+      /entry 2 \(principal "bob"\)/,
+    );
   });
 });
 
@@ -195,7 +239,13 @@ describe('AUTH_JWT_* and PUBLIC_URL', () => {
   });
 
   it('audience, scopes, tolerance and cooldown are read', () => {
-    const c = loadConfig({ ...JWT, AUTH_JWT_AUDIENCE: 'api://mcp-tasks', AUTH_JWT_REQUIRED_SCOPES: 'tasks:read tasks:write,tasks:read', AUTH_JWT_CLOCK_TOLERANCE_S: '0', AUTH_JWT_JWKS_COOLDOWN_MS: '1000' });
+    const c = loadConfig({
+      ...JWT,
+      AUTH_JWT_AUDIENCE: 'api://mcp-tasks',
+      AUTH_JWT_REQUIRED_SCOPES: 'tasks:read tasks:write,tasks:read',
+      AUTH_JWT_CLOCK_TOLERANCE_S: '0',
+      AUTH_JWT_JWKS_COOLDOWN_MS: '1000',
+    });
     assert.equal(c.auth.jwt!.audience, 'api://mcp-tasks');
     assert.deepEqual(c.auth.jwt!.requiredScopes, ['tasks:read', 'tasks:write']);
     assert.equal(c.auth.jwt!.clockToleranceSeconds, 0);
@@ -203,7 +253,11 @@ describe('AUTH_JWT_* and PUBLIC_URL', () => {
   });
 
   it('http is accepted only for a loopback issuer and JWKS', () => {
-    const c = loadConfig({ ...JWT, AUTH_JWT_ISSUER: 'http://127.0.0.1:9000', AUTH_JWT_JWKS_URL: 'http://localhost:9000/jwks' });
+    const c = loadConfig({
+      ...JWT,
+      AUTH_JWT_ISSUER: 'http://127.0.0.1:9000',
+      AUTH_JWT_JWKS_URL: 'http://localhost:9000/jwks',
+    });
     assert.deepEqual(c.auth.jwt!.jwks, { kind: 'remote', url: 'http://localhost:9000/jwks' });
     refusal({ ...JWT, AUTH_JWT_ISSUER: 'http://idp.example.com' }, 'AUTH_JWT_ISSUER', /https/);
     refusal({ ...JWT, AUTH_JWT_JWKS_URL: 'http://idp.example.com/jwks' }, 'AUTH_JWT_JWKS_URL', /https/);
@@ -213,9 +267,15 @@ describe('AUTH_JWT_* and PUBLIC_URL', () => {
   });
 
   it('a file: JWKS and an inline JWKS', () => {
-    assert.deepEqual(loadConfig({ ...JWT, AUTH_JWT_JWKS_URL: 'file:///etc/mcp/jwks.json' }).auth.jwt!.jwks, { kind: 'file', url: 'file:///etc/mcp/jwks.json' });
+    assert.deepEqual(loadConfig({ ...JWT, AUTH_JWT_JWKS_URL: 'file:///etc/mcp/jwks.json' }).auth.jwt!.jwks, {
+      kind: 'file',
+      url: 'file:///etc/mcp/jwks.json',
+    });
     const inline = JSON.stringify({ keys: [PUBLIC_JWK] });
-    assert.deepEqual(loadConfig({ ...JWT, AUTH_JWT_JWKS_URL: inline }).auth.jwt!.jwks, { kind: 'inline', jwks: { keys: [PUBLIC_JWK] } });
+    assert.deepEqual(loadConfig({ ...JWT, AUTH_JWT_JWKS_URL: inline }).auth.jwt!.jwks, {
+      kind: 'inline',
+      jwks: { keys: [PUBLIC_JWK] },
+    });
   });
 
   it('an inline JWKS must be JSON, have keys, and hold only public, asymmetric keys', () => {
@@ -225,7 +285,11 @@ describe('AUTH_JWT_* and PUBLIC_URL', () => {
     const priv = JSON.stringify({ keys: [{ ...PUBLIC_JWK, d: 'private-part-must-not-be-echoed' }] });
     const msg = refusal({ ...JWT, AUTH_JWT_JWKS_URL: priv }, 'AUTH_JWT_JWKS_URL', /private key material/);
     assert.ok(!msg.includes('private-part-must-not-be-echoed'));
-    refusal({ ...JWT, AUTH_JWT_JWKS_URL: JSON.stringify({ keys: [{ kty: 'oct', k: 'c2VjcmV0' }] }) }, 'AUTH_JWT_JWKS_URL', /symmetric/);
+    refusal(
+      { ...JWT, AUTH_JWT_JWKS_URL: JSON.stringify({ keys: [{ kty: 'oct', k: 'c2VjcmV0' }] }) },
+      'AUTH_JWT_JWKS_URL',
+      /symmetric/,
+    );
   });
 
   it('issuer and JWKS come together; audience and scopes need them; PUBLIC_URL is required with JWT', () => {
@@ -247,9 +311,20 @@ describe('AUTH_JWT_* and PUBLIC_URL', () => {
   });
 
   it('PUBLIC_URL must be canonical, https (http on loopback), without query or fragment', () => {
-    assert.equal(loadConfig({ ...JWT, PUBLIC_URL: 'http://127.0.0.1:3000/mcp' }).auth.publicUrl, 'http://127.0.0.1:3000/mcp');
-    refusal({ ...JWT, PUBLIC_URL: 'https://MCP.example.com/mcp' }, 'PUBLIC_URL', /canonical form: https:\/\/mcp\.example\.com\/mcp/);
-    refusal({ ...JWT, PUBLIC_URL: 'https://mcp.example.com' }, 'PUBLIC_URL', /canonical form: https:\/\/mcp\.example\.com\//);
+    assert.equal(
+      loadConfig({ ...JWT, PUBLIC_URL: 'http://127.0.0.1:3000/mcp' }).auth.publicUrl,
+      'http://127.0.0.1:3000/mcp',
+    );
+    refusal(
+      { ...JWT, PUBLIC_URL: 'https://MCP.example.com/mcp' },
+      'PUBLIC_URL',
+      /canonical form: https:\/\/mcp\.example\.com\/mcp/,
+    );
+    refusal(
+      { ...JWT, PUBLIC_URL: 'https://mcp.example.com' },
+      'PUBLIC_URL',
+      /canonical form: https:\/\/mcp\.example\.com\//,
+    );
     refusal({ ...JWT, PUBLIC_URL: 'http://mcp.example.com/mcp' }, 'PUBLIC_URL', /https/);
     refusal({ ...JWT, PUBLIC_URL: 'https://mcp.example.com/mcp?x=1' }, 'PUBLIC_URL', /query or fragment/);
     refusal({ ...JWT, PUBLIC_URL: 'https://mcp.example.com/mcp#top' }, 'PUBLIC_URL', /query or fragment/);
@@ -267,8 +342,14 @@ describe('AUTH_JWT_* and PUBLIC_URL', () => {
 describe('REQUEST_STATE_KEYS (the requestState key ring)', () => {
   it('kid:secret pairs in order: the first signs; secrets are not enumerable', () => {
     const c = loadConfig({ ...EXPOSED, REQUEST_STATE_KEYS: `new:${RS2}, old:${RS1}` });
-    assert.deepEqual(c.requestState.keys.map((k) => k.kid), ['new', 'old']);
-    assert.deepEqual(c.requestState.keys.map((k) => k.secret), [RS2, RS1]);
+    assert.deepEqual(
+      c.requestState.keys.map((k) => k.kid),
+      ['new', 'old'],
+    );
+    assert.deepEqual(
+      c.requestState.keys.map((k) => k.secret),
+      [RS2, RS1],
+    );
     assert.equal(c.requestState.keys[0]!.secret, RS2, 'the first key signs');
     assert.deepEqual(Object.keys(c.requestState.keys[0]!), ['kid']);
     assert.equal(c.requestState.isDevKey, false);
@@ -297,8 +378,15 @@ describe('REQUEST_STATE_KEYS (the requestState key ring)', () => {
   it('the deprecated REQUEST_STATE_KEY is the ring legacy:<key>; with REQUEST_STATE_KEYS too it is refused as ambiguous', () => {
     const { REQUEST_STATE_KEYS: _r, ...noRing } = EXPOSED;
     const c = loadConfig({ ...noRing, REQUEST_STATE_KEY: RS1 });
-    assert.deepEqual(c.requestState.keys.map((k) => [k.kid, k.secret]), [['legacy', RS1]]);
-    const msg = refusal({ ...EXPOSED, REQUEST_STATE_KEY: RS2 }, 'REQUEST_STATE_KEYS', /REQUEST_STATE_KEY .*legacy:<key>/);
+    assert.deepEqual(
+      c.requestState.keys.map((k) => [k.kid, k.secret]),
+      [['legacy', RS1]],
+    );
+    const msg = refusal(
+      { ...EXPOSED, REQUEST_STATE_KEY: RS2 },
+      'REQUEST_STATE_KEYS',
+      /REQUEST_STATE_KEY .*legacy:<key>/,
+    );
     assert.ok(!msg.includes(RS2));
     refusal({ ...noRing, REQUEST_STATE_KEY: 'x'.repeat(31) }, 'REQUEST_STATE_KEY', /32 characters/);
   });
@@ -306,9 +394,14 @@ describe('REQUEST_STATE_KEYS (the requestState key ring)', () => {
 
 describe('no key material in the loaded configuration', () => {
   it('JSON.stringify(config) and util.inspect(config) hold neither API keys nor requestState secrets', () => {
-    const c = loadConfig({ ...EXPOSED, AUTH_API_KEYS: `alice:${ALICE_KEY},bob:${BOB_KEY}`, REQUEST_STATE_KEYS: `k2:${RS2},k1:${RS1}` });
+    const c = loadConfig({
+      ...EXPOSED,
+      AUTH_API_KEYS: `alice:${ALICE_KEY},bob:${BOB_KEY}`,
+      REQUEST_STATE_KEYS: `k2:${RS2},k1:${RS1}`,
+    });
     for (const text of [JSON.stringify(c), inspect(c, { depth: Infinity, showHidden: false })]) {
-      for (const secret of [ALICE_KEY, BOB_KEY, RS1, RS2]) assert.ok(!text.includes(secret), `no ${secret.slice(0, 8)}… in ${text.slice(0, 80)}…`);
+      for (const secret of [ALICE_KEY, BOB_KEY, RS1, RS2])
+        assert.ok(!text.includes(secret), `no ${secret.slice(0, 8)}… in ${text.slice(0, 80)}…`);
     }
     // The deprecated getter still reads the signing secret for the code that needs it.
     assert.equal(c.requestState.keys[0]!.secret, RS2);
@@ -318,12 +411,30 @@ describe('no key material in the loaded configuration', () => {
 describe('.env.example', () => {
   const text = readFileSync(new URL('../../.env.example', import.meta.url), 'utf8');
   it('documents every authentication and requestState variable', () => {
-    for (const name of ['AUTH_API_KEYS', 'AUTH_JWT_ISSUER', 'AUTH_JWT_JWKS_URL', 'AUTH_JWT_AUDIENCE', 'AUTH_JWT_REQUIRED_SCOPES', 'AUTH_JWT_CLOCK_TOLERANCE_S', 'AUTH_JWT_JWKS_COOLDOWN_MS', 'AUTH_ALLOW_ANONYMOUS', 'PUBLIC_URL', 'REQUEST_STATE_KEYS', 'REQUEST_STATE_KEY', 'REQUEST_STATE_TTL_S']) {
+    for (const name of [
+      'AUTH_API_KEYS',
+      'AUTH_JWT_ISSUER',
+      'AUTH_JWT_JWKS_URL',
+      'AUTH_JWT_AUDIENCE',
+      'AUTH_JWT_REQUIRED_SCOPES',
+      'AUTH_JWT_CLOCK_TOLERANCE_S',
+      'AUTH_JWT_JWKS_COOLDOWN_MS',
+      'AUTH_ALLOW_ANONYMOUS',
+      'PUBLIC_URL',
+      'REQUEST_STATE_KEYS',
+      'REQUEST_STATE_KEY',
+      'REQUEST_STATE_TTL_S',
+    ]) {
       assert.match(text, new RegExp(`^#? ?${name}=`, 'm'), `${name} is in .env.example`);
     }
   });
   it('its values are the defaults: loading them gives the same configuration as an empty environment', () => {
-    const env = Object.fromEntries(text.split('\n').filter((l) => /^[A-Z_]+=/.test(l)).map((l) => [l.slice(0, l.indexOf('=')), l.slice(l.indexOf('=') + 1)]));
+    const env = Object.fromEntries(
+      text
+        .split('\n')
+        .filter((l) => /^[A-Z_]+=/.test(l))
+        .map((l) => [l.slice(0, l.indexOf('=')), l.slice(l.indexOf('=') + 1)]),
+    );
     assert.ok('AUTH_ALLOW_ANONYMOUS' in env && 'AUTH_JWT_CLOCK_TOLERANCE_S' in env);
     assert.deepEqual(loadConfig(env), loadConfig({}));
   });

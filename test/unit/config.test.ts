@@ -59,6 +59,9 @@ const VARIABLES = [
   'TESTING_SIDE_EFFECT_DIR',
   'MAX_OUTSTANDING_TASKS',
   'MAX_RESULT_BYTES',
+  'MAX_RESULT_BYTES_PER_PRINCIPAL',
+  'MAX_RUNNING_STEPS_PER_PRINCIPAL',
+  'TOOL_TIMEOUT_MS',
   'TASK_WEBHOOK_URL',
   'TASK_WEBHOOK_SECRET',
   'TASK_WEBHOOKS_BY_PRINCIPAL',
@@ -73,7 +76,7 @@ const VARIABLES = [
   'ADMIN_READ_ONLY',
 ] as const;
 
-const PROD_KEY = 'k'.repeat(32);
+const PROD_KEY = 'Zq8vN3kT0pLw5xRj2mYc7bHs4dGf9aUe';
 /** Authentication, needed off loopback or in production (auth rules: config-auth.test.ts). */
 const AUTH = { AUTH_API_KEYS: 'ci:ci-api-key-0123456789abcdef' };
 
@@ -120,17 +123,50 @@ describe('loadConfig defaults', () => {
       stalledIntervalMs: 5000,
       maxStalledCount: 2,
       shutdownGraceMs: 10_000,
+      checkpointMaxBytes: 65_536,
+      lostAfterMs: 2500,
       drainDelayMs: 5_000,
       syncHolderTimeoutMs: 15_000,
       reconcileIntervalMs: 5000,
       reconcileAfterMs: 10_000,
     });
     assert.deepEqual(c.demo, { researchPhaseMs: 20_000 });
-    assert.deepEqual(c.sync, { budgetMs: 100_000, budgetMsByTool: {}, progressMinIntervalMs: 200, progressStreamKeepMs: 300_000, progressHeartbeatMs: 15_000, keepAliveMs: 15_000 });
+    assert.deepEqual(c.sync, {
+      budgetMs: 100_000,
+      budgetMsByTool: {},
+      progressMinIntervalMs: 200,
+      progressStreamKeepMs: 300_000,
+      progressHeartbeatMs: 15_000,
+      keepAliveMs: 15_000,
+    });
     assert.deepEqual(c.testing, {});
     assert.deepEqual(c.allowedOrigins, ['localhost', '127.0.0.1', '[::1]']);
     assert.equal(c.maxOutstandingTasks, 100);
     assert.equal(c.maxResultBytes, 1_048_576);
+    assert.equal(c.maxResultBytesPerPrincipal, 64 * 1024 * 1024);
+    assert.equal(c.maxRunningStepsPerPrincipal, 10);
+    assert.equal(c.toolTimeoutMs, 3_600_000);
+  });
+
+  it('MAX_RUNNING_STEPS_PER_PRINCIPAL, TOOL_TIMEOUT_MS and MAX_RESULT_BYTES_PER_PRINCIPAL are read', () => {
+    const c = loadConfig({
+      MAX_RUNNING_STEPS_PER_PRINCIPAL: '3',
+      TOOL_TIMEOUT_MS: '604800000',
+      MAX_RESULT_BYTES: '2048',
+      MAX_RESULT_BYTES_PER_PRINCIPAL: '2048',
+    });
+    assert.equal(c.maxRunningStepsPerPrincipal, 3);
+    assert.equal(c.toolTimeoutMs, 604_800_000);
+    assert.equal(c.maxResultBytesPerPrincipal, 2048);
+  });
+
+  it('MAX_RESULT_BYTES_PER_PRINCIPAL below MAX_RESULT_BYTES is refused: a result of the largest size could never be stored', () => {
+    assertConfigError(
+      { MAX_RESULT_BYTES: '4096', MAX_RESULT_BYTES_PER_PRINCIPAL: '4095' },
+      'MAX_RESULT_BYTES_PER_PRINCIPAL',
+      /at least MAX_RESULT_BYTES/,
+    );
+    assertConfigError({ MAX_RESULT_BYTES_PER_PRINCIPAL: '1048575' }, 'MAX_RESULT_BYTES_PER_PRINCIPAL');
   });
 
   it('MAX_OUTSTANDING_TASKS and MAX_RESULT_BYTES are read', () => {
@@ -191,6 +227,12 @@ describe('loadConfig errors: ConfigError, one line, naming the variable', () => 
     ['MAX_OUTSTANDING_TASKS', 'many'],
     ['MAX_RESULT_BYTES', '100'],
     ['MAX_RESULT_BYTES', '1.5'],
+    ['MAX_RUNNING_STEPS_PER_PRINCIPAL', '0'],
+    ['MAX_RUNNING_STEPS_PER_PRINCIPAL', 'ten'],
+    ['TOOL_TIMEOUT_MS', '999'],
+    ['TOOL_TIMEOUT_MS', '604800001'],
+    ['TOOL_TIMEOUT_MS', '1e99'],
+    ['MAX_RESULT_BYTES_PER_PRINCIPAL', '1.5'],
   ];
   for (const [name, value] of bad) {
     it(`${name}=${JSON.stringify(value)} is rejected`, () => {
@@ -205,7 +247,11 @@ describe('loadConfig errors: ConfigError, one line, naming the variable', () => 
 
 describe('synchronous calls', () => {
   it('per-tool budgets are parsed from JSON; heartbeat and keep-alive accept their maximum', () => {
-    const c = loadConfig({ SYNC_BUDGET_MS_BY_TOOL: '{"countdown":3000,"slow_echo":120000}', PROGRESS_HEARTBEAT_MS: '30000', SSE_KEEPALIVE_MS: '20000' });
+    const c = loadConfig({
+      SYNC_BUDGET_MS_BY_TOOL: '{"countdown":3000,"slow_echo":120000}',
+      PROGRESS_HEARTBEAT_MS: '30000',
+      SSE_KEEPALIVE_MS: '20000',
+    });
     assert.deepEqual(c.sync.budgetMsByTool, { countdown: 3000, slow_echo: 120_000 });
     assert.equal(c.sync.progressHeartbeatMs, 30_000);
     assert.equal(c.sync.keepAliveMs, 20_000);
@@ -222,7 +268,7 @@ describe('MCP_TOOLSETS', () => {
 describe('production', () => {
   it('NODE_ENV=production requires authentication, then REQUEST_STATE_KEYS', () => {
     assertConfigError({ NODE_ENV: 'production' }, 'AUTH_API_KEYS');
-    assertConfigError({ NODE_ENV: 'Production', ...AUTH }, 'REQUEST_STATE_KEYS');
+    assertConfigError({ NODE_ENV: 'production', ...AUTH }, 'REQUEST_STATE_KEYS');
   });
 
   it('NODE_ENV=production with a short key is rejected; with a 32-character key it loads', () => {
@@ -257,6 +303,9 @@ describe('empty value means "use the default"', () => {
   });
 
   it('NODE_ENV=production with REQUEST_STATE_KEY= (empty) still requires the key', () => {
-    assertConfigError({ NODE_ENV: 'production', ...AUTH, REQUEST_STATE_KEY: '', REQUEST_STATE_KEYS: '' }, 'REQUEST_STATE_KEYS');
+    assertConfigError(
+      { NODE_ENV: 'production', ...AUTH, REQUEST_STATE_KEY: '', REQUEST_STATE_KEYS: '' },
+      'REQUEST_STATE_KEYS',
+    );
   });
 });

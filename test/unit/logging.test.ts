@@ -38,7 +38,11 @@ describe('bounded log lines (N-04: 100k answer keys wrote 3 MB to the log)', () 
     assert.equal(o.msg, 'task.update_unknown_keys');
     assert.equal(Object.keys(o.inputResponses).length, LOG_LIMITS.entries + 1);
     assert.equal(o.inputResponses['…'], `+${100_000 - LOG_LIMITS.entries} keys`);
-    assert.deepEqual(o.inputResponses.key0, { action: 'accept', content: { v: 'x'.repeat(30) } }, 'the kept entries are intact');
+    assert.deepEqual(
+      o.inputResponses.key0,
+      { action: 'accept', content: { v: 'x'.repeat(30) } },
+      'the kept entries are intact',
+    );
   });
 
   it('a 3 MB string, a 1M-item array, 10,000 nested levels and a cycle each give a small line, and logging never throws', () => {
@@ -55,11 +59,18 @@ describe('bounded log lines (N-04: 100k answer keys wrote 3 MB to the log)', () 
     assert.equal(lines.length, 5);
     for (const line of lines) assert.ok(line.length < MAX_LINE, `${JSON.parse(line).msg}: ${line.length} chars`);
     const [str, arr, dp, cyc, budget] = lines.map((l) => JSON.parse(l));
-    assert.equal(str.args.length, LOG_LIMITS.stringChars + `…[+${3 * 1024 * 1024 - LOG_LIMITS.stringChars} chars]`.length);
+    assert.equal(
+      str.args.length,
+      LOG_LIMITS.stringChars + `…[+${3 * 1024 * 1024 - LOG_LIMITS.stringChars} chars]`.length,
+    );
     assert.match(str.args, /…\[\+\d+ chars\]$/);
     assert.equal(arr.items.length, LOG_LIMITS.entries + 1);
     assert.equal(arr.items.at(-1), `…[+${1_000_000 - LOG_LIMITS.entries} items]`);
-    assert.equal(JSON.stringify(dp.deep).split('"d"').length - 1, LOG_LIMITS.depth - 1, 'nesting stops at the depth limit');
+    assert.equal(
+      JSON.stringify(dp.deep).split('"d"').length - 1,
+      LOG_LIMITS.depth - 1,
+      'nesting stops at the depth limit',
+    );
     assert.match(JSON.stringify(dp.deep), /\[Object\]/);
     assert.equal(cyc.cyclic.name, 'loop');
     assert.ok(budget.many.includes('[truncated]'), 'once the line budget is spent, the rest is [truncated]');
@@ -75,7 +86,10 @@ describe('bounded log lines (N-04: 100k answer keys wrote 3 MB to the log)', () 
     assert.ok(o.err.message.startsWith('failed at /srv/app/secret-path.ts'));
     assert.ok(o.err.message.length < LOG_LIMITS.stringChars + 40);
     assert.ok(typeof o.err.stack === 'string' && o.err.stack.length <= LOG_LIMITS.stackChars + 40);
-    assert.deepEqual({ errorId: o.errorId, step: o.step, ok: o.ok, ratio: o.ratio, none: o.none }, { errorId: 'abc123', step: 2, ok: false, ratio: 0.5, none: null });
+    assert.deepEqual(
+      { errorId: o.errorId, step: o.step, ok: o.ok, ratio: o.ratio, none: o.none },
+      { errorId: 'abc123', step: 2, ok: false, ratio: 0.5, none: null },
+    );
   });
 });
 
@@ -90,7 +104,11 @@ describe('one redaction list (N-04: no credential in the logs, even at debug)', 
       {
         ...top,
         nested,
-        req: { method: 'POST', url: '/mcp', headers: { authorization: `Bearer ${secret('req')}`, cookie: secret('cookie') } },
+        req: {
+          method: 'POST',
+          url: '/mcp',
+          headers: { authorization: `Bearer ${secret('req')}`, cookie: secret('cookie') },
+        },
         headers: { Authorization: `Bearer ${secret('hdr')}`, 'X-Api-Key': secret('xapi') },
         config: { requestState: { key: secret('rs') }, password: secret('pw'), apiKey: secret('ak') },
         note: `client sent Authorization: Bearer ${secret('inline')} with its call`,

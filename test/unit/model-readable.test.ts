@@ -19,8 +19,8 @@ import assert from 'node:assert/strict';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { createRegistry } from '@mcp-tasks/tools/internal';
 import {
-  createRegistry,
   isInputRequired,
   structuredResult,
   textResult,
@@ -34,7 +34,7 @@ import {
 } from '@mcp-tasks/tools';
 import type { TaskRecord } from '@mcp-tasks/task-store';
 import { handedOffResult, type HandOffReason } from '../../apps/gateway/src/handoff.js';
-import { statusResult, taskNotFound } from '../../apps/gateway/src/task-status.js';
+import { noSuchTaskResult, statusResult } from '../../apps/gateway/src/task-status.js';
 
 const TOOLSETS = ['demo', 'conformance', 'testing'] as const;
 const MAX_ROUNDS = 4;
@@ -44,7 +44,10 @@ const SCENARIOS: Record<string, Record<string, unknown>[]> = {
   countdown: [{ seconds: 3 }],
   deep_research: [{ topic: 'tidal energy' }],
   share_report: [{ channel: '#research' }],
-  add: [{ a: 2, b: 3 }, { a: 1e308, b: 1e308 }],
+  add: [
+    { a: 2, b: 3 },
+    { a: 1e308, b: 1e308 },
+  ],
   greet: [{ name: 'Ada' }],
   slow_compute: [{ seconds: 2, label: 'lifecycle' }, { seconds: 1.5 }],
   failing_job: [{}],
@@ -75,12 +78,21 @@ const SCENARIOS: Record<string, Record<string, unknown>[]> = {
   header_echo: [{ region: 'eu', count: 3, dry: true, seconds: 1 }, { region: 'us' }],
   slow_echo: [{ seconds: 2, text: 'hello' }, { seconds: 1, quiet: true }, { seconds: 0 }],
   ask_confirm: [{}, { question: 'Go ahead?', rounds: 2, delaySeconds: 2, afterSeconds: 1 }],
-  progress_sync: [{ steps: 3, intervalSeconds: 0 }, { steps: 2, intervalSeconds: 1, stamp: true }],
+  progress_sync: [
+    { steps: 3, intervalSeconds: 0 },
+    { steps: 2, intervalSeconds: 1, stamp: true },
+  ],
   side_effect: [{ marker: 'm1', delaySeconds: 1 }],
   big_result: [{ bytes: 64 }, { bytes: 0 }],
-  throw_error: [{ kind: 'unexpected', message: 'boom' }, { kind: 'protocol', message: 'bad' }],
+  time_limited: [{ seconds: 0 }, { seconds: 0, ignoreSignal: true }],
+  throw_error: [
+    { kind: 'unexpected', message: 'boom' },
+    { kind: 'protocol', message: 'bad' },
+  ],
   crash_inline: [{}],
   confirm_once: [{ marker: 'm2' }],
+  checkpoint_count: [{ seconds: 3 }],
+  retry_flaky: [{ failures: 0 }],
 };
 /** Tools whose every path throws (a JSON-RPC error or an unexpected error: no result to read). */
 const ALWAYS_THROWS = new Set(['protocol_error_job', 'throw_error', 'crash_inline']);
@@ -96,7 +108,14 @@ interface Path {
   end: { result: ToolResult } | { error: unknown } | { stopped: 'rounds' };
 }
 
-function fakeCtx(mode: ToolContext['mode'], step: number, state: unknown, inputResponses: Record<string, InputResponse>, progress: Progress[], sideEffectDir: string | undefined): ToolContext {
+function fakeCtx(
+  mode: ToolContext['mode'],
+  step: number,
+  state: unknown,
+  inputResponses: Record<string, InputResponse>,
+  progress: Progress[],
+  sideEffectDir: string | undefined,
+): ToolContext {
   return {
     signal: new AbortController().signal,
     mode,
@@ -111,6 +130,10 @@ function fakeCtx(mode: ToolContext['mode'], step: number, state: unknown, inputR
       progress.push({ done, total, message });
     },
     async sleep() {},
+    async checkpoint() {},
+    lastCheckpoint: undefined,
+    drainSignal: new AbortController().signal,
+    draining: false,
     async log() {},
     settings: { researchPhaseMs: 3000, ...(sideEffectDir ? { sideEffectDir } : {}) },
   };
@@ -128,11 +151,23 @@ function candidates(prop: Record<string, any>): unknown[] {
 /** The answer sets tried for one round of questions: cancel, decline, accept {}, accept first/second choices. */
 function answerSets(q: InputRequired): [string, Record<string, InputResponse>][] {
   const all = (f: (params: Record<string, any>) => InputResponse) =>
-    Object.fromEntries(Object.entries(q.inputRequests).map(([k, r]) => [k, f((r.params ?? {}) as Record<string, any>)]));
-  const accept = (pick: number) => (params: Record<string, any>): InputResponse => {
-    const props: Record<string, Record<string, any>> = params.requestedSchema?.properties ?? {};
-    return { action: 'accept', content: Object.fromEntries(Object.entries(props).map(([name, p]) => { const c = candidates(p); return [name, c[Math.min(pick, c.length - 1)]]; })) };
-  };
+    Object.fromEntries(
+      Object.entries(q.inputRequests).map(([k, r]) => [k, f((r.params ?? {}) as Record<string, any>)]),
+    );
+  const accept =
+    (pick: number) =>
+    (params: Record<string, any>): InputResponse => {
+      const props: Record<string, Record<string, any>> = params.requestedSchema?.properties ?? {};
+      return {
+        action: 'accept',
+        content: Object.fromEntries(
+          Object.entries(props).map(([name, p]) => {
+            const c = candidates(p);
+            return [name, c[Math.min(pick, c.length - 1)]];
+          }),
+        ),
+      };
+    };
   return [
     ['cancel', all(() => ({ action: 'cancel' }))],
     ['decline', all(() => ({ action: 'decline' }))],
@@ -143,11 +178,21 @@ function answerSets(q: InputRequired): [string, Record<string, InputResponse>][]
 }
 
 /** Runs `tool` along every path (see the module doc); returns the paths and every progress report. */
-async function explore(tool: ToolDefinition, args: Record<string, unknown>, sideEffectDir: string): Promise<{ paths: Path[]; progress: Progress[] }> {
+async function explore(
+  tool: ToolDefinition,
+  args: Record<string, unknown>,
+  sideEffectDir: string,
+): Promise<{ paths: Path[]; progress: Progress[] }> {
   const mode: ToolContext['mode'] = tool.runsIn === 'gateway' ? 'inline' : 'task';
   const paths: Path[] = [];
   const progress: Progress[] = [];
-  const run = async (a: Record<string, unknown>, step: number, state: unknown, responses: Record<string, InputResponse>, label: string): Promise<void> => {
+  const run = async (
+    a: Record<string, unknown>,
+    step: number,
+    state: unknown,
+    responses: Record<string, InputResponse>,
+    label: string,
+  ): Promise<void> => {
     let out: StepOutcome;
     try {
       out = await tool.run(a, fakeCtx(mode, step, state, responses, progress, sideEffectDir));
@@ -165,7 +210,12 @@ async function explore(tool: ToolDefinition, args: Record<string, unknown>, side
     }
     for (const [name, answers] of answerSets(out)) await run(a, step + 1, out.state, answers, `${label} → ${name}`);
   };
-  const pre = async (step: number, state: unknown, responses: Record<string, InputResponse>, label: string): Promise<void> => {
+  const pre = async (
+    step: number,
+    state: unknown,
+    responses: Record<string, InputResponse>,
+    label: string,
+  ): Promise<void> => {
     if (!tool.preTask) return run(args, 1, undefined, {}, label);
     const out = await tool.preTask(args, fakeCtx('inline', step, state, responses, progress, sideEffectDir));
     if (!('kind' in out)) return run(out.args as Record<string, unknown>, 1, undefined, {}, `${label} → task`);
@@ -173,7 +223,8 @@ async function explore(tool: ToolDefinition, args: Record<string, unknown>, side
       paths.push({ label, end: { stopped: 'rounds' } });
       return;
     }
-    for (const [name, answers] of answerSets(out)) await pre(step + 1, out.state, answers, `${label} → pre-task ${name}`);
+    for (const [name, answers] of answerSets(out))
+      await pre(step + 1, out.state, answers, `${label} → pre-task ${name}`);
   };
   await pre(1, undefined, {}, JSON.stringify(args));
   return { paths, progress };
@@ -182,8 +233,14 @@ async function explore(tool: ToolDefinition, args: Record<string, unknown>, side
 /** Every text block's facts are in structuredContent, or there is none; text blocks hold strings. */
 function assertReadable(r: ToolResult, where: string): void {
   assert.ok(Array.isArray(r.content), `${where}: content is an array`);
-  for (const b of r.content) if ((b as { type?: string }).type === 'text') assert.equal(typeof (b as { text?: unknown }).text, 'string', `${where}: text block`);
-  assert.deepEqual(unreadableFacts(r), [], `${where}: the model shown only structuredContent would miss these facts of the text:\n${JSON.stringify(r, null, 1).slice(0, 1500)}`);
+  for (const b of r.content)
+    if ((b as { type?: string }).type === 'text')
+      assert.equal(typeof (b as { text?: unknown }).text, 'string', `${where}: text block`);
+  assert.deepEqual(
+    unreadableFacts(r),
+    [],
+    `${where}: the model shown only structuredContent would miss these facts of the text:\n${JSON.stringify(r, null, 1).slice(0, 1500)}`,
+  );
 }
 
 /** A number followed by a percent sign, anywhere in the message. */
@@ -192,7 +249,10 @@ const PERCENT = /\d\s*%/;
 describe('the kit: structuredResult, textResult and unreadableFacts (D11)', () => {
   it('structuredResult puts the summary first in structuredContent and as the one text block', () => {
     const r = structuredResult({ summary: 'Shared the report to #research.', channel: '#research', shared: true });
-    assert.deepEqual(r, { content: [{ type: 'text', text: 'Shared the report to #research.' }], structuredContent: { summary: 'Shared the report to #research.', channel: '#research', shared: true } });
+    assert.deepEqual(r, {
+      content: [{ type: 'text', text: 'Shared the report to #research.' }],
+      structuredContent: { summary: 'Shared the report to #research.', channel: '#research', shared: true },
+    });
     assert.deepEqual(Object.keys(r.structuredContent!), ['summary', 'channel', 'shared']);
     assert.equal(structuredResult({ summary: 'x' }, { isError: true }).isError, true);
     assert.deepEqual(unreadableFacts(r), []);
@@ -206,20 +266,45 @@ describe('the kit: structuredResult, textResult and unreadableFacts (D11)', () =
 
   it('unreadableFacts names what the text says and structuredContent does not (the shapes of before the fix)', () => {
     // deep_research before: the report only in content.
-    const report = 'Research report: "otters"\nAudience: your team\nSummary: three sources agree on the main points of otters.';
-    assert.deepEqual(unreadableFacts({ content: [{ type: 'text', text: report }], structuredContent: { topic: 'otters', audience: 'team' } }), [
-      'Research report: "otters"',
-      'Audience: your team',
-      'Summary: three sources agree on the main points of otters.',
-    ]);
+    const report =
+      'Research report: "otters"\nAudience: your team\nSummary: three sources agree on the main points of otters.';
+    assert.deepEqual(
+      unreadableFacts({
+        content: [{ type: 'text', text: report }],
+        structuredContent: { topic: 'otters', audience: 'team' },
+      }),
+      [
+        'Research report: "otters"',
+        'Audience: your team',
+        'Summary: three sources agree on the main points of otters.',
+      ],
+    );
     // add before: a number is not a sentence the model can read from {sum: 5}.
     assert.deepEqual(unreadableFacts({ content: [{ type: 'text', text: '5' }], structuredContent: { sum: 5 } }), ['5']);
     // Sentences found in different strings, at any depth, are carried.
-    assert.deepEqual(unreadableFacts({ content: [{ type: 'text', text: 'It ran. Call x next.' }], structuredContent: { a: 'It ran.', deep: [{ b: 'then: Call x next.' }] } }), []);
+    assert.deepEqual(
+      unreadableFacts({
+        content: [{ type: 'text', text: 'It ran. Call x next.' }],
+        structuredContent: { a: 'It ran.', deep: [{ b: 'then: Call x next.' }] },
+      }),
+      [],
+    );
     // Only the missing sentence is reported.
-    assert.deepEqual(unreadableFacts({ content: [{ type: 'text', text: 'It ran. Call x next.' }], structuredContent: { a: 'It ran.' } }), ['Call x next.']);
+    assert.deepEqual(
+      unreadableFacts({
+        content: [{ type: 'text', text: 'It ran. Call x next.' }],
+        structuredContent: { a: 'It ran.' },
+      }),
+      ['Call x next.'],
+    );
     // A non-text block cannot be read from structuredContent.
-    assert.deepEqual(unreadableFacts({ content: [{ type: 'image', data: 'AA==', mimeType: 'image/png' }], structuredContent: { summary: 'a chart' } }), ['[image block]']);
+    assert.deepEqual(
+      unreadableFacts({
+        content: [{ type: 'image', data: 'AA==', mimeType: 'image/png' }],
+        structuredContent: { summary: 'a chart' },
+      }),
+      ['[image block]'],
+    );
   });
 });
 
@@ -248,7 +333,10 @@ describe('every tool of every tool set: results the model can read, progress wit
           }
           for (const p of progress) {
             if (p.total === undefined) continue;
-            assert.ok(!PERCENT.test(p.message ?? ''), `${name} ${JSON.stringify(args)}: progress ${p.done}/${p.total} "${p.message}" carries its own percentage (clients add one from total)`);
+            assert.ok(
+              !PERCENT.test(p.message ?? ''),
+              `${name} ${JSON.stringify(args)}: progress ${p.done}/${p.total} "${p.message}" carries its own percentage (clients add one from total)`,
+            );
           }
         }
         if (ALWAYS_THROWS.has(name)) assert.equal(results, 0, `${name} is listed as always throwing`);
@@ -272,7 +360,12 @@ describe('every tool of every tool set: results the model can read, progress wit
       const share = await explore(registry.get('share_report')!, { channel: '#research' }, dir);
       const shared = share.paths.find((p) => p.label.endsWith('accept first choices'))!;
       assert.ok('result' in shared.end);
-      assert.deepEqual(shared.end.result.structuredContent, { summary: 'Shared the report to #research and notified its members.', channel: '#research', shared: true, notify: true });
+      assert.deepEqual(shared.end.result.structuredContent, {
+        summary: 'Shared the report to #research and notified its members.',
+        channel: '#research',
+        shared: true,
+        notify: true,
+      });
       const add = await explore(registry.get('add')!, { a: 2, b: 3 }, dir);
       assert.ok('result' in add.paths[0]!.end);
       assert.deepEqual(add.paths[0]!.end.result.structuredContent, { summary: '2 + 3 = 5', sum: 5 });
@@ -304,16 +397,52 @@ describe('built-in results: task_status and the hand-off', () => {
     reruns: 0,
     ...over,
   });
-  const question = { 'audience.1': { method: 'elicitation/create', params: { mode: 'form', message: 'Who is it for?', requestedSchema: { type: 'object', properties: {} } } } };
+  const question = {
+    'audience.1': {
+      method: 'elicitation/create',
+      params: { mode: 'form', message: 'Who is it for?', requestedSchema: { type: 'object', properties: {} } },
+    },
+  };
   const records: [string, TaskRecord][] = [
     ['working with progress', rec({ statusMessage: '4/9 s (5 left)' })],
     ['working, no progress yet', rec({})],
-    ['input_required (a client that cannot show the question)', rec({ status: 'input_required', statusMessage: 'Waiting for you to choose the audience', inputRequests: question })],
-    ['failed', rec({ status: 'failed', error: { code: -32603, message: 'Tool countdown failed unexpectedly (error id 0123456789abcdef)' }, statusMessage: 'Tool countdown failed unexpectedly (error id 0123456789abcdef)' })],
+    [
+      'input_required (a client that cannot show the question)',
+      rec({
+        status: 'input_required',
+        statusMessage: 'Waiting for you to choose the audience',
+        inputRequests: question,
+      }),
+    ],
+    [
+      'failed',
+      rec({
+        status: 'failed',
+        error: { code: -32603, message: 'Tool countdown failed unexpectedly (error id 0123456789abcdef)' },
+        statusMessage: 'Tool countdown failed unexpectedly (error id 0123456789abcdef)',
+      }),
+    ],
     ['cancelled', rec({ status: 'cancelled', statusMessage: 'Cancelled by client request' })],
     ['cancelled, no message', rec({ status: 'cancelled' })],
-    ['completed (a plain text result)', rec({ status: 'completed', result: textResult('Countdown from 9 finished.') as unknown as Record<string, unknown> })],
-    ['completed (a structured result)', rec({ status: 'completed', tool: 'deep_research', result: structuredResult({ summary: 'Research report: "x"\nAudience: your team', topic: 'x', audience: 'team' }) as unknown as Record<string, unknown> })],
+    [
+      'completed (a plain text result)',
+      rec({
+        status: 'completed',
+        result: textResult('Countdown from 9 finished.') as unknown as Record<string, unknown>,
+      }),
+    ],
+    [
+      'completed (a structured result)',
+      rec({
+        status: 'completed',
+        tool: 'deep_research',
+        result: structuredResult({
+          summary: 'Research report: "x"\nAudience: your team',
+          topic: 'x',
+          audience: 'team',
+        }) as unknown as Record<string, unknown>,
+      }),
+    ],
     ['completed, no result stored', rec({ status: 'completed' })],
   ];
 
@@ -330,11 +459,14 @@ describe('built-in results: task_status and the hand-off', () => {
     assert.equal(sc.taskId, '0b6c3d2e-1f4a-4b5c-8d9e-0f1a2b3c4d5e');
     assert.equal(sc.statusMessage, '4/9 s (5 left)');
     assert.equal(sc.pollIntervalMs, 2000);
-    assert.match(String(sc.summary), /still working: 4\/9 s \(5 left\)\. Call task_status with \{"taskId":"0b6c3d2e-1f4a-4b5c-8d9e-0f1a2b3c4d5e"\} again/);
+    assert.match(
+      String(sc.summary),
+      /still working: 4\/9 s \(5 left\)\. Call task_status with \{"taskId":"0b6c3d2e-1f4a-4b5c-8d9e-0f1a2b3c4d5e"\} again/,
+    );
   });
 
   it('task_status, unknown id: an isError text without structuredContent', () => {
-    const r = taskNotFound('nope');
+    const r = noSuchTaskResult('nope');
     assert.equal(r.isError, true);
     assert.equal(r.structuredContent, undefined);
     assertReadable(r, 'task_status unknown');
@@ -342,23 +474,40 @@ describe('built-in results: task_status and the hand-off', () => {
 
   const reasons: [HandOffReason, RegExp][] = [
     ['budget', /^countdown is still running after 5 s, so it continues in the background as task /],
-    ['shutdown', /^countdown is still running and the server holding this call is restarting, so it continues in the background as task /],
-    ['earlier', /^countdown was handed off to the background by an earlier request, so it continues in the background as task /],
+    [
+      'shutdown',
+      /^countdown is still running and the server holding this call is restarting, so it continues in the background as task /,
+    ],
+    [
+      'earlier',
+      /^countdown was handed off to the background by an earlier request, so it continues in the background as task /,
+    ],
   ];
   for (const [why, sentence] of reasons) {
     for (const statusMessage of ['4/9 s (5 left)', undefined]) {
       it(`hand-off (${why}${statusMessage ? ', with progress' : ''}): the instruction is in structuredContent.summary, beside taskId and next`, () => {
-        const r = handedOffResult(rec(statusMessage ? { statusMessage } : {}), createRegistry(['demo']).get('countdown')!, why, 5000) as ToolResult;
+        const r = handedOffResult(
+          rec(statusMessage ? { statusMessage } : {}),
+          createRegistry(['demo']).get('countdown')!,
+          why,
+          5000,
+        ) as ToolResult;
         assertReadable(r, `hand-off ${why}`);
         const sc = r.structuredContent!;
         assert.match(String(sc.summary), sentence);
-        assert.match(String(sc.summary), /call the tool task_status with \{"taskId":"0b6c3d2e-1f4a-4b5c-8d9e-0f1a2b3c4d5e"\}/);
+        assert.match(
+          String(sc.summary),
+          /call the tool task_status with \{"taskId":"0b6c3d2e-1f4a-4b5c-8d9e-0f1a2b3c4d5e"\}/,
+        );
         assert.match(String(sc.summary), /kept until 2026-12-02T10:00:00\.000Z/);
         if (statusMessage) assert.match(String(sc.summary), /Latest progress: 4\/9 s \(5 left\)\./);
         assert.equal(sc.taskId, '0b6c3d2e-1f4a-4b5c-8d9e-0f1a2b3c4d5e');
         assert.equal(sc.status, 'working');
         assert.equal(sc.pollIntervalMs, 2000);
-        assert.deepEqual(sc.next, { tool: 'task_status', arguments: { taskId: '0b6c3d2e-1f4a-4b5c-8d9e-0f1a2b3c4d5e' } });
+        assert.deepEqual(sc.next, {
+          tool: 'task_status',
+          arguments: { taskId: '0b6c3d2e-1f4a-4b5c-8d9e-0f1a2b3c4d5e' },
+        });
         assert.equal(sc.statusMessage, statusMessage);
       });
     }

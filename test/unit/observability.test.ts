@@ -6,7 +6,14 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { loadConfig } from '@mcp-tasks/config';
-import { carrierOf, codeLabel, contextFrom, createGatewayMetrics, hasParent, methodLabel } from '@mcp-tasks/observability';
+import {
+  carrierOf,
+  codeLabel,
+  contextFrom,
+  createGatewayMetrics,
+  hasParent,
+  methodLabel,
+} from '@mcp-tasks/observability';
 import { trace } from '@opentelemetry/api';
 import type { TaskRecord } from '@mcp-tasks/task-store';
 import { sniffResponse } from '../../apps/gateway/src/outcome.js';
@@ -15,13 +22,25 @@ import { NO_WORKER_MESSAGE, withWorkerNotice } from '../../apps/gateway/src/work
 describe('outcome of a response from its bytes', () => {
   it('reads the error code of a JSON body and of an SSE data line; a result is ok; notifications and big chunks are ignored', () => {
     assert.equal(sniffResponse('{"jsonrpc":"2.0","id":1,"error":{"code":-32602,"message":"x"}}'), -32602);
-    assert.equal(sniffResponse(Buffer.from('{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"x"}}')), -32600);
+    assert.equal(
+      sniffResponse(Buffer.from('{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"x"}}')),
+      -32600,
+    );
     const sse = 'event: message\ndata: {"jsonrpc":"2.0","id":"a","error":{"code":-32603,"message":"boom"}}\n\n';
     assert.equal(sniffResponse(new TextEncoder().encode(sse)), -32603);
-    assert.equal(sniffResponse('{"jsonrpc":"2.0","id":1,"result":{"status":"failed","error":{"code":-32603,"message":"x"}}}'), 'ok');
-    assert.equal(sniffResponse('data: {"jsonrpc":"2.0","method":"notifications/progress","params":{"message":"error"}}\n\n'), undefined);
+    assert.equal(
+      sniffResponse('{"jsonrpc":"2.0","id":1,"result":{"status":"failed","error":{"code":-32603,"message":"x"}}}'),
+      'ok',
+    );
+    assert.equal(
+      sniffResponse('data: {"jsonrpc":"2.0","method":"notifications/progress","params":{"message":"error"}}\n\n'),
+      undefined,
+    );
     assert.equal(sniffResponse('{"jsonrpc":"2.0","id":1,"result":{}}'), undefined, 'no "error": not parsed at all');
-    assert.equal(sniffResponse(`{"jsonrpc":"2.0","id":1,"error":{"code":1,"message":"${'x'.repeat(70_000)}"}}`), undefined);
+    assert.equal(
+      sniffResponse(`{"jsonrpc":"2.0","id":1,"error":{"code":1,"message":"${'x'.repeat(70_000)}"}}`),
+      undefined,
+    );
     assert.equal(sniffResponse(': keepalive\n\n'), undefined);
     assert.equal(sniffResponse(undefined), undefined);
   });
@@ -78,20 +97,41 @@ describe('configuration of metrics, worker port and traces', () => {
   it('defaults', () => {
     const c = loadConfig({});
     assert.deepEqual(c.metrics, { enabled: true });
-    assert.deepEqual(c.workerHttp, { host: '127.0.0.1', port: 9464 });
+    assert.deepEqual(c.workerHttp, { host: '127.0.0.1', port: 9464, freePortIfTaken: true });
+    // Set explicitly (even to the default): that port or nothing.
+    assert.deepEqual(loadConfig({ WORKER_HTTP_PORT: '9464' }).workerHttp, {
+      host: '127.0.0.1',
+      port: 9464,
+      freePortIfTaken: false,
+    });
+    assert.equal(loadConfig({ WORKER_HTTP_PORT: '0' }).workerHttp?.freePortIfTaken, false);
     assert.equal(c.heartbeatMs, 5000);
     assert.deepEqual(c.tracing, { enabled: false, protocol: 'http/protobuf' });
   });
   it('settings', () => {
-    const c = loadConfig({ HOST: '0.0.0.0', AUTH_API_KEYS: 'a:0123456789abcdef0123456789abcdef', REQUEST_STATE_KEYS: 'k:0123456789abcdef0123456789abcdef0123', METRICS_PORT: '9100', WORKER_HTTP_PORT: 'off', OTEL_EXPORTER_OTLP_ENDPOINT: 'http://collector:4318', OTEL_EXPORTER_OTLP_PROTOCOL: 'http/json' });
+    const c = loadConfig({
+      HOST: '0.0.0.0',
+      AUTH_API_KEYS: 'a:0123456789abcdef0123456789abcdef',
+      REQUEST_STATE_KEYS: 'k:0123456789abcdef0123456789abcdef0123',
+      METRICS_PORT: '9100',
+      WORKER_HTTP_PORT: 'off',
+      OTEL_EXPORTER_OTLP_ENDPOINT: 'http://collector:4318',
+      OTEL_EXPORTER_OTLP_PROTOCOL: 'http/json',
+    });
     assert.deepEqual(c.metrics, { enabled: true, listen: { host: '0.0.0.0', port: 9100 } });
     assert.equal(c.workerHttp, undefined);
     assert.deepEqual(c.tracing, { enabled: true, protocol: 'http/json' });
-    assert.equal(loadConfig({ OTEL_EXPORTER_OTLP_ENDPOINT: 'http://c:4318', OTEL_TRACES_EXPORTER: 'none' }).tracing.enabled, false);
+    assert.equal(
+      loadConfig({ OTEL_EXPORTER_OTLP_ENDPOINT: 'http://c:4318', OTEL_TRACES_EXPORTER: 'none' }).tracing.enabled,
+      false,
+    );
     assert.equal(loadConfig({ OTEL_TRACES_EXPORTER: 'otlp' }).tracing.enabled, true);
   });
   it('refusals name the variable', () => {
-    assert.throws(() => loadConfig({ OTEL_EXPORTER_OTLP_TRACES_PROTOCOL: 'grpc' }), /OTEL_EXPORTER_OTLP_TRACES_PROTOCOL: .*grpc is not supported/);
+    assert.throws(
+      () => loadConfig({ OTEL_EXPORTER_OTLP_TRACES_PROTOCOL: 'grpc' }),
+      /OTEL_EXPORTER_OTLP_TRACES_PROTOCOL: .*grpc is not supported/,
+    );
     assert.throws(() => loadConfig({ WORKER_HTTP_PORT: 'abc' }), /WORKER_HTTP_PORT/);
     assert.throws(() => loadConfig({ METRICS_ENABLED: 'yes' }), /METRICS_ENABLED/);
   });

@@ -32,7 +32,11 @@ describe('progressTokenOf (case B-12: the token is echoed with its exact value a
 describe('ProgressRelay', () => {
   it('relays events in order with the token, total only when given, and moves lastId (P-01)', async () => {
     const { r, sent } = relay(12345);
-    await r.push([row(1, { progress: 1, total: 3, message: 'one' }), row(2, { progress: 2 }), row(3, { progress: 3, total: 3 })]);
+    await r.push([
+      row(1, { progress: 1, total: 3, message: 'one' }),
+      row(2, { progress: 2 }),
+      row(3, { progress: 3, total: 3 }),
+    ]);
     assert.deepEqual(sent, [
       { progressToken: 12345, progress: 1, total: 3, message: 'one' },
       { progressToken: 12345, progress: 2 },
@@ -44,7 +48,10 @@ describe('ProgressRelay', () => {
   it('drops a report that does not increase (P-01: strictly increasing)', async () => {
     const { r, sent } = relay('t');
     await r.push([row(1, { progress: 5 }), row(2, { progress: 5 }), row(3, { progress: 4 }), row(4, { progress: 6 })]);
-    assert.deepEqual(sent.map((p) => p.progress), [5, 6]);
+    assert.deepEqual(
+      sent.map((p) => p.progress),
+      [5, 6],
+    );
     assert.equal(r.lastId, '4-0', 'dropped events are still consumed');
   });
 
@@ -62,7 +69,10 @@ describe('ProgressRelay', () => {
     r.close();
     await r.push([row(2, { progress: 2 })]);
     assert.equal(await r.heartbeat(10_000_000), false);
-    assert.deepEqual(sent.map((p) => p.progress), [1]);
+    assert.deepEqual(
+      sent.map((p) => p.progress),
+      [1],
+    );
     assert.equal(r.lastId, '2-0');
   });
 
@@ -82,9 +92,13 @@ describe('ProgressRelay', () => {
     assert.equal(r.heartbeatDueIn(start + 16_000), 15_000, 'a relayed event resets the heartbeat clock');
     for (let i = 1; i <= 50; i++) await r.heartbeat(start + 16_000 + i * 15_000);
     const values = sent.map((p) => p.progress);
-    for (let i = 1; i < values.length; i++) assert.ok(values[i]! > values[i - 1]!, `strictly increasing at ${i}: ${values[i - 1]} → ${values[i]}`);
+    for (let i = 1; i < values.length; i++)
+      assert.ok(values[i]! > values[i - 1]!, `strictly increasing at ${i}: ${values[i - 1]} → ${values[i]}`);
     assert.ok(values.at(-1)! < 10, 'stays below total');
-    assert.ok(sent.slice(2).every((p) => p.total === 10), 'total stays what the tool said');
+    assert.ok(
+      sent.slice(2).every((p) => p.total === 10),
+      'total stays what the tool said',
+    );
     assert.match(sent.at(-1)!.message!, /step 3 \(still working, \d+ s\)/);
     await r.push([row(2, { progress: 4, total: 10 })]);
     assert.equal(sent.at(-1)!.progress, 4, 'the next real report still gets through after many heartbeats');
@@ -95,7 +109,14 @@ describe('ProgressRelay', () => {
     await r.push([row(1, { progress: 10, total: 10 })], 0);
     await r.heartbeat(1000);
     await r.heartbeat(2000);
-    assert.deepEqual(sent.map((p) => [p.progress, p.total]), [[10, 10], [10.001, undefined], [10.002, undefined]]);
+    assert.deepEqual(
+      sent.map((p) => [p.progress, p.total]),
+      [
+        [10, 10],
+        [10.001, undefined],
+        [10.002, undefined],
+      ],
+    );
   });
 
   it('heartbeat without a total still increases', async () => {
@@ -104,7 +125,10 @@ describe('ProgressRelay', () => {
     await r.push([row(1, { progress: 7 })], start);
     await r.heartbeat(start + 1000);
     await r.heartbeat(start + 2000);
-    assert.deepEqual(sent.map((p) => p.progress), [7, 7.001, 7.002]);
+    assert.deepEqual(
+      sent.map((p) => p.progress),
+      [7, 7.001, 7.002],
+    );
     assert.ok(sent.every((p) => !('total' in p)));
   });
 });

@@ -5,19 +5,31 @@
  */
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
+import { definePrompt, defineResource, defineResourceTemplate } from '@mcp-tasks/tools';
 import {
   createPromptRegistry,
   createResourceRegistry,
-  definePrompt,
-  defineResource,
-  defineResourceTemplate,
   PromptRegistry,
   ResourceRegistry,
-} from '@mcp-tasks/tools';
+} from '@mcp-tasks/tools/internal';
 
 const prompt = (name: string, extra: Partial<Parameters<typeof definePrompt>[0]> = {}) =>
-  definePrompt({ name, description: `about ${name}`, async get() { return { messages: [] }; }, ...extra });
-const resource = (uri: string) => defineResource({ uri, name: uri, async read() { return [{ uri, text: '' }]; } });
+  definePrompt({
+    name,
+    description: `about ${name}`,
+    async get() {
+      return { messages: [] };
+    },
+    ...extra,
+  });
+const resource = (uri: string) =>
+  defineResource({
+    uri,
+    name: uri,
+    async read() {
+      return [{ uri, text: '' }];
+    },
+  });
 
 describe('PromptRegistry', () => {
   it('lists name, title, description and arguments (required flags, in declaration order)', () => {
@@ -26,7 +38,15 @@ describe('PromptRegistry', () => {
       prompt('b'),
     ]);
     assert.deepEqual(reg.list(), [
-      { name: 'a', title: 'A', description: 'about a', arguments: [{ name: 'x', description: 'the x', required: true }, { name: 'y', required: false }] },
+      {
+        name: 'a',
+        title: 'A',
+        description: 'about a',
+        arguments: [
+          { name: 'x', description: 'the x', required: true },
+          { name: 'y', required: false },
+        ],
+      },
       { name: 'b', description: 'about b' },
     ]);
     assert.equal(reg.completes, false);
@@ -41,7 +61,15 @@ describe('PromptRegistry', () => {
 
 describe('ResourceRegistry', () => {
   it('lists resources and templates; finds a resource by URI and a template by its uriTemplate', () => {
-    const t = defineResourceTemplate({ uriTemplate: 'x://{id}', name: 'x', mimeType: 'text/plain', complete: { id: () => ['1'] }, async read(uri) { return [{ uri, text: '' }]; } });
+    const t = defineResourceTemplate({
+      uriTemplate: 'x://{id}',
+      name: 'x',
+      mimeType: 'text/plain',
+      complete: { id: () => ['1'] },
+      async read(uri) {
+        return [{ uri, text: '' }];
+      },
+    });
     const reg = new ResourceRegistry([resource('a://1')], [t]);
     assert.deepEqual(reg.list(), [{ uri: 'a://1', name: 'a://1' }]);
     assert.deepEqual(reg.listTemplates(), [{ uriTemplate: 'x://{id}', name: 'x', mimeType: 'text/plain' }]);
@@ -53,19 +81,46 @@ describe('ResourceRegistry', () => {
   });
 
   it('refuses a duplicate URI or template name when built', () => {
-    assert.throws(() => new ResourceRegistry([resource('a://1'), resource('a://1')], []), /duplicate resource uri: a:\/\/1/);
-    const t = defineResourceTemplate({ uriTemplate: 'x://{id}', name: 'x', async read() { return []; } });
-    assert.throws(() => new ResourceRegistry([], [t, { ...t, uriTemplate: 'y://{id}' }]), /duplicate resource template name: x/);
+    assert.throws(
+      () => new ResourceRegistry([resource('a://1'), resource('a://1')], []),
+      /duplicate resource uri: a:\/\/1/,
+    );
+    const t = defineResourceTemplate({
+      uriTemplate: 'x://{id}',
+      name: 'x',
+      async read() {
+        return [];
+      },
+    });
+    assert.throws(
+      () => new ResourceRegistry([], [t, { ...t, uriTemplate: 'y://{id}' }]),
+      /duplicate resource template name: x/,
+    );
   });
 });
 
 describe('tool sets contribute prompts and resources', () => {
-  it('conformance has the suite\'s prompts, resources and template; demo and testing have none', () => {
+  it("conformance has the suite's prompts, resources and template; demo and testing have none", () => {
     const p = createPromptRegistry(['demo', 'conformance', 'testing']);
-    assert.deepEqual(p.list().map((e) => e.name), ['test_simple_prompt', 'test_prompt_with_arguments', 'test_prompt_with_embedded_resource', 'test_prompt_with_image', 'test_input_required_result_prompt']);
+    assert.deepEqual(
+      p.list().map((e) => e.name),
+      [
+        'test_simple_prompt',
+        'test_prompt_with_arguments',
+        'test_prompt_with_embedded_resource',
+        'test_prompt_with_image',
+        'test_input_required_result_prompt',
+      ],
+    );
     const r = createResourceRegistry(['conformance']);
-    assert.deepEqual(r.list().map((e) => e.uri), ['test://static-text', 'test://static-binary', 'test://watched-resource']);
-    assert.deepEqual(r.listTemplates().map((e) => e.uriTemplate), ['test://template/{id}/data']);
+    assert.deepEqual(
+      r.list().map((e) => e.uri),
+      ['test://static-text', 'test://static-binary', 'test://watched-resource'],
+    );
+    assert.deepEqual(
+      r.listTemplates().map((e) => e.uriTemplate),
+      ['test://template/{id}/data'],
+    );
     assert.equal(createPromptRegistry(['demo', 'testing']).size, 0);
     assert.equal(createResourceRegistry(['demo', 'testing']).size, 0);
   });

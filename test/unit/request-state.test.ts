@@ -9,7 +9,11 @@ import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
 import { SignJWT } from 'jose';
 import { loadConfig } from '@mcp-tasks/config';
-import { createRequestStateRing, RequestStateError, type RequestStateFailure } from '../../apps/gateway/src/request-state.js';
+import {
+  createRequestStateRing,
+  RequestStateError,
+  type RequestStateFailure,
+} from '../../apps/gateway/src/request-state.js';
 
 interface Round {
   k: 'inline' | 'sync';
@@ -34,7 +38,8 @@ async function rejects(p: Promise<unknown>, reason: RequestStateFailure | Reques
   });
 }
 
-const decodePart = (state: string, i: number) => JSON.parse(Buffer.from(state.split('.')[i]!, 'base64url').toString('utf8'));
+const decodePart = (state: string, i: number) =>
+  JSON.parse(Buffer.from(state.split('.')[i]!, 'base64url').toString('utf8'));
 
 describe('createRequestStateRing: round trip and binding', () => {
   it('mint then verify returns the payload and a nonce; each mint has its own nonce', async () => {
@@ -65,7 +70,13 @@ describe('createRequestStateRing: round trip and binding', () => {
     const ring = createRequestStateRing<Round>({ keys: [{ kid: 'k1', secret: S1 }], ttlSeconds: 600 });
     const s = await ring.mint(PAYLOAD, principal);
     const text = JSON.stringify([decodePart(s, 0), decodePart(s, 1)]) + s;
-    for (const needle of [principal, 'user-4711', S1, Buffer.from(S1).toString('base64url'), Buffer.from(S1).toString('hex')]) {
+    for (const needle of [
+      principal,
+      'user-4711',
+      S1,
+      Buffer.from(S1).toString('base64url'),
+      Buffer.from(S1).toString('hex'),
+    ]) {
       assert.ok(!text.includes(needle), `the state does not contain ${needle}`);
     }
     const pb = decodePart(s, 1).pb as string;
@@ -79,7 +90,11 @@ describe('createRequestStateRing: tampering and malformed input (case B-17 b)', 
   it('every single-character change anywhere in the state that changes its bytes is refused', async () => {
     const ring = createRequestStateRing<Round>({ keys: [{ kid: 'k1', secret: S1 }], ttlSeconds: 600 });
     const s = await ring.mint(PAYLOAD, ALICE);
-    const parts = (x: string) => x.split('.').map((p) => Buffer.from(p, 'base64url').toString('hex')).join('.');
+    const parts = (x: string) =>
+      x
+        .split('.')
+        .map((p) => Buffer.from(p, 'base64url').toString('hex'))
+        .join('.');
     let tried = 0;
     for (let i = 0; i < s.length; i++) {
       const flipped = s.slice(0, i) + (s[i] === 'A' ? 'B' : 'A') + s.slice(i + 1);
@@ -103,7 +118,15 @@ describe('createRequestStateRing: tampering and malformed input (case B-17 b)', 
   it('malformed values are refused as malformed', async () => {
     const ring = createRequestStateRing<Round>({ keys: [{ kid: 'k1', secret: S1 }], ttlSeconds: 600, maxLength: 4096 });
     const s = await ring.mint(PAYLOAD, ALICE);
-    for (const bad of ['', 'abc', 'a.b.c', `${s}.x`, s.split('.').slice(0, 2).join('.'), 'v1.eyJwIjp7fX0.AAAA', `${s}${'A'.repeat(4096)}`]) {
+    for (const bad of [
+      '',
+      'abc',
+      'a.b.c',
+      `${s}.x`,
+      s.split('.').slice(0, 2).join('.'),
+      'v1.eyJwIjp7fX0.AAAA',
+      `${s}${'A'.repeat(4096)}`,
+    ]) {
       await rejects(ring.verify(bad, ALICE), 'malformed');
     }
     await rejects(ring.verify(undefined as unknown as string, ALICE), 'malformed');
@@ -114,16 +137,27 @@ describe('createRequestStateRing: tampering and malformed input (case B-17 b)', 
     const key = new TextEncoder().encode(S1);
     const exp = Math.floor(Date.now() / 1000) + 60;
     // A plain JWT signed with the same secret (e.g. the secret reused elsewhere): typ differs.
-    const plainJwt = await new SignJWT({ p: PAYLOAD, pb: 'x', jti: 'n' }).setProtectedHeader({ alg: 'HS256', kid: 'k1' }).setExpirationTime(exp).sign(key);
+    const plainJwt = await new SignJWT({ p: PAYLOAD, pb: 'x', jti: 'n' })
+      .setProtectedHeader({ alg: 'HS256', kid: 'k1' })
+      .setExpirationTime(exp)
+      .sign(key);
     await rejects(ring.verify(plainJwt, ALICE), 'malformed');
     // HS512 with the right key and typ: only HS256 is accepted.
-    const hs512 = await new SignJWT({ p: PAYLOAD, pb: 'x', jti: 'n' }).setProtectedHeader({ alg: 'HS512', kid: 'k1', typ: 'mcp-request-state+jwt' }).setExpirationTime(exp).sign(key);
+    const hs512 = await new SignJWT({ p: PAYLOAD, pb: 'x', jti: 'n' })
+      .setProtectedHeader({ alg: 'HS512', kid: 'k1', typ: 'mcp-request-state+jwt' })
+      .setExpirationTime(exp)
+      .sign(key);
     await rejects(ring.verify(hs512, ALICE), 'malformed');
     // No expiry: refused.
-    const noExp = await new SignJWT({ p: PAYLOAD, pb: 'x', jti: 'n' }).setProtectedHeader({ alg: 'HS256', kid: 'k1', typ: 'mcp-request-state+jwt' }).sign(key);
+    const noExp = await new SignJWT({ p: PAYLOAD, pb: 'x', jti: 'n' })
+      .setProtectedHeader({ alg: 'HS256', kid: 'k1', typ: 'mcp-request-state+jwt' })
+      .sign(key);
     await rejects(ring.verify(noExp, ALICE), 'malformed');
     // The payload must be an object.
-    const notObject = await new SignJWT({ p: 'string', pb: 'x', jti: 'n' }).setProtectedHeader({ alg: 'HS256', kid: 'k1', typ: 'mcp-request-state+jwt' }).setExpirationTime(exp).sign(key);
+    const notObject = await new SignJWT({ p: 'string', pb: 'x', jti: 'n' })
+      .setProtectedHeader({ alg: 'HS256', kid: 'k1', typ: 'mcp-request-state+jwt' })
+      .setExpirationTime(exp)
+      .sign(key);
     await rejects(ring.verify(notObject, ALICE), 'malformed');
   });
 });
@@ -154,7 +188,13 @@ describe('createRequestStateRing: expiry on the injected clock (case B-17 d)', (
 describe('createRequestStateRing: rotation and key ids (cases B-17 f, N-02)', () => {
   it('signs with the first key; a state of a key still in the ring verifies; once removed it is refused', async () => {
     const before = createRequestStateRing<Round>({ keys: [{ kid: 'k1', secret: S1 }], ttlSeconds: 600 });
-    const during = createRequestStateRing<Round>({ keys: [{ kid: 'k2', secret: S2 }, { kid: 'k1', secret: S1 }], ttlSeconds: 600 });
+    const during = createRequestStateRing<Round>({
+      keys: [
+        { kid: 'k2', secret: S2 },
+        { kid: 'k1', secret: S1 },
+      ],
+      ttlSeconds: 600,
+    });
     const after = createRequestStateRing<Round>({ keys: [{ kid: 'k2', secret: S2 }], ttlSeconds: 600 });
     const old = await before.mint(PAYLOAD, ALICE);
     assert.equal((await during.verify(old, ALICE)).tool, 'share_report', 'the old key is still in the ring: accepted');
@@ -162,7 +202,7 @@ describe('createRequestStateRing: rotation and key ids (cases B-17 f, N-02)', ()
     const fresh = await during.mint(PAYLOAD, ALICE);
     assert.equal(decodePart(fresh, 0).kid, 'k2', 'the first key signs');
     assert.equal((await after.verify(fresh, ALICE)).tool, 'share_report');
-    await rejects(before.verify(fresh, ALICE), 'unknown_kid', );
+    await rejects(before.verify(fresh, ALICE), 'unknown_kid');
     // The binding follows the key that signed: another principal is refused under either key.
     await rejects(during.verify(old, BOB), 'principal');
   });
@@ -182,8 +222,15 @@ describe('createRequestStateRing: rotation and key ids (cases B-17 f, N-02)', ()
   });
 
   it('takes config.requestState.keys as they are (secrets are non-enumerable there, still readable)', async () => {
-    const config = loadConfig({ HOST: '0.0.0.0', AUTH_API_KEYS: 'ci:ci-api-key-0123456789abcdef', REQUEST_STATE_KEYS: `new:${S2},old:${S1}` });
-    const ring = createRequestStateRing<Round>({ keys: config.requestState.keys, ttlSeconds: config.requestState.ttlSeconds });
+    const config = loadConfig({
+      HOST: '0.0.0.0',
+      AUTH_API_KEYS: 'ci:ci-api-key-0123456789abcdef',
+      REQUEST_STATE_KEYS: `new:${S2},old:${S1}`,
+    });
+    const ring = createRequestStateRing<Round>({
+      keys: config.requestState.keys,
+      ttlSeconds: config.requestState.ttlSeconds,
+    });
     const s = await ring.mint(PAYLOAD, ALICE);
     assert.equal(decodePart(s, 0).kid, 'new');
     const newKeyOnly = createRequestStateRing<Round>({ keys: [{ kid: 'new', secret: S2 }], ttlSeconds: 600 });
@@ -201,9 +248,22 @@ describe('createRequestStateRing: construction and mint checks', () => {
   it('refuses an empty ring, a short secret, a bad or repeated kid, a bad ttl; messages hold no secret', () => {
     const cases: [() => unknown, RegExp][] = [
       [() => createRequestStateRing({ keys: [], ttlSeconds: 600 }), /at least one key/],
-      [() => createRequestStateRing({ keys: [{ kid: 'k1', secret: 'x'.repeat(31) }], ttlSeconds: 600 }), /shorter than 32 bytes/],
+      [
+        () => createRequestStateRing({ keys: [{ kid: 'k1', secret: 'x'.repeat(31) }], ttlSeconds: 600 }),
+        /shorter than 32 bytes/,
+      ],
       [() => createRequestStateRing({ keys: [{ kid: 'k 1', secret: S1 }], ttlSeconds: 600 }), /kid must be/],
-      [() => createRequestStateRing({ keys: [{ kid: 'k1', secret: S1 }, { kid: 'k1', secret: S2 }], ttlSeconds: 600 }), /appears twice/],
+      [
+        () =>
+          createRequestStateRing({
+            keys: [
+              { kid: 'k1', secret: S1 },
+              { kid: 'k1', secret: S2 },
+            ],
+            ttlSeconds: 600,
+          }),
+        /appears twice/,
+      ],
       [() => createRequestStateRing({ keys: [{ kid: 'k1', secret: S1 }], ttlSeconds: 0 }), /ttlSeconds/],
       [() => createRequestStateRing({ keys: [{ kid: 'k1', secret: S1 }], ttlSeconds: 1.5 }), /ttlSeconds/],
     ];
@@ -217,7 +277,11 @@ describe('createRequestStateRing: construction and mint checks', () => {
   });
 
   it('mint refuses a payload with a "nonce" key, a non-object, and a state over maxLength', async () => {
-    const ring = createRequestStateRing<Record<string, unknown>>({ keys: [{ kid: 'k1', secret: S1 }], ttlSeconds: 600, maxLength: 2048 });
+    const ring = createRequestStateRing<Record<string, unknown>>({
+      keys: [{ kid: 'k1', secret: S1 }],
+      ttlSeconds: 600,
+      maxLength: 2048,
+    });
     await assert.rejects(ring.mint({ nonce: 'mine' }, ALICE), TypeError);
     await assert.rejects(ring.mint([] as unknown as Record<string, unknown>, ALICE), TypeError);
     await assert.rejects(ring.mint({ big: 'x'.repeat(4096) }, ALICE), RangeError);

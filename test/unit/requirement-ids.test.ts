@@ -38,7 +38,12 @@ describe('requirement-ids scanner (self-test)', () => {
   it('a bare B-nn is the base protocol; after "case"/"cases" it is a failure case, to the end of the clause', () => {
     assert.deepEqual(ids('missing _meta (B-05)'), ['B-05']);
     assert.deepEqual(ids('unanswered question (case B-05.6)'), ['case B-05']);
-    assert.deepEqual(ids('cases B-02, B-07 (a) and N-01; then -32021 (B-07)'), ['case B-02', 'case B-07', 'case N-01', 'B-07']);
+    assert.deepEqual(ids('cases B-02, B-07 (a) and N-01; then -32021 (B-07)'), [
+      'case B-02',
+      'case B-07',
+      'case N-01',
+      'B-07',
+    ]);
     assert.deepEqual(ids("it('Case B-17(h): the retry twice', …) // B-01"), ['case B-17', 'B-01']);
     assert.deepEqual(ids('(T-44, case B-14) and B-06'), ['T-44', 'case B-14', 'B-06']);
     assert.deepEqual(ids('| case B-03 | B-01 |'), ['case B-03', 'B-01']);
@@ -52,7 +57,10 @@ describe('requirement-ids scanner (self-test)', () => {
 
   it('flags malformed citations but not the names that merely look like one', () => {
     const r = scanText('see T-5 and H-150; curve P-256; SHA-256, UTF-8', 'fixture.ts');
-    assert.deepEqual(r.malformed.map((m) => m.raw), ['T-5', 'H-150']);
+    assert.deepEqual(
+      r.malformed.map((m) => m.raw),
+      ['T-5', 'H-150'],
+    );
     assert.deepEqual(r.citations, []);
   });
 
@@ -79,7 +87,9 @@ describe('requirement-ids scanner (self-test)', () => {
   });
 
   it('names each unknown id once with where it is cited, and hints "case" for a bare case number', () => {
-    const { entries } = parseRequirements('| id | meaning | source |\n|---|---|---|\n| `T-15` | a | b |\n| `case B-10` | c | d |');
+    const { entries } = parseRequirements(
+      '| id | meaning | source |\n|---|---|---|\n| `T-15` | a | b |\n| `case B-10` | c | d |',
+    );
     const text = 'T-15 ok; T-99 unknown; T-99 again; B-10 bare; case B-10 fine';
     const r = scanText(text, 'src/x.ts');
     const problems = unresolved(r.citations, r.malformed, entries);
@@ -96,7 +106,13 @@ describe('requirement ids cited in the repository resolve in docs/requirements.m
 
   it('the scan covers the repository (guards against a walker that silently reads nothing)', () => {
     const files = new Set(scan.citations.map((c) => c.file));
-    for (const f of ['apps/gateway/src/errors.ts', 'packages/task-store/lua/createTask-1.lua', 'README.md', '.ci/run', DOC]) {
+    for (const f of [
+      'apps/gateway/src/errors.ts',
+      'packages/task-store/lua/createTask-1.lua',
+      'README.md',
+      '.ci/run',
+      DOC,
+    ]) {
       assert.ok(files.has(f), `${f} was not scanned or cites nothing`);
     }
     assert.ok(scan.citations.length > 500, `only ${scan.citations.length} citations found`);

@@ -12,21 +12,45 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { authModes, ConfigError, loadConfig, parseEntryArgs, redactUrl, startupSummary } from '@mcp-tasks/config';
-import { assertNoClashes, createRegistry, defineTool, loadToolModules, resolveToolModule, textResult, toolsetOf, ToolModuleError, z } from '@mcp-tasks/tools';
+import { defineTool, textResult, z } from '@mcp-tasks/tools';
+import {
+  assertNoClashes,
+  createRegistry,
+  loadToolModules,
+  resolveToolModule,
+  toolsetOf,
+  ToolModuleError,
+} from '@mcp-tasks/tools/internal';
 import { toolsWithoutWorker } from '@mcp-tasks/jobs';
 
-const tool = (name: string, over: Record<string, unknown> = {}) =>
-  ({ ...defineTool({ name, description: 'd', inputSchema: z.object({}), taskSupport: 'optional', async run() { return textResult('x'); } }), ...over });
+const tool = (name: string, over: Record<string, unknown> = {}) => ({
+  ...defineTool({
+    name,
+    description: 'd',
+    inputSchema: z.object({}),
+    taskSupport: 'optional',
+    async run() {
+      return textResult('x');
+    },
+  }),
+  ...over,
+});
 
 describe('configuration', () => {
   it('MCP_TOOL_MODULES: trimmed, de-duplicated, in order; empty by default', () => {
     assert.deepEqual(loadConfig({}).toolModules, []);
-    assert.deepEqual(loadConfig({ MCP_TOOL_MODULES: ' ./a.mjs, my-tools ,./a.mjs,' }).toolModules, ['./a.mjs', 'my-tools']);
+    assert.deepEqual(loadConfig({ MCP_TOOL_MODULES: ' ./a.mjs, my-tools ,./a.mjs,' }).toolModules, [
+      './a.mjs',
+      'my-tools',
+    ]);
   });
 
   it('MCP_TOOLSETS=none enables no built-in set, and cannot be combined', () => {
     assert.deepEqual(loadConfig({ MCP_TOOLSETS: 'none' }).toolsets, []);
-    assert.throws(() => loadConfig({ MCP_TOOLSETS: 'none,demo' }), (e: Error) => e instanceof ConfigError && /MCP_TOOLSETS: "none" cannot be combined/.test(e.message));
+    assert.throws(
+      () => loadConfig({ MCP_TOOLSETS: 'none,demo' }),
+      (e: Error) => e instanceof ConfigError && /MCP_TOOLSETS: "none" cannot be combined/.test(e.message),
+    );
   });
 
   it('redactUrl hides a password, keeps the rest', () => {
@@ -36,8 +60,20 @@ describe('configuration', () => {
   });
 
   it('startupSummary: Redis redacted, prefix, tool sets, modules; auth modes for a gateway only', () => {
-    const c = loadConfig({ REDIS_URL: 'redis://u:pw@h:1', REDIS_KEY_PREFIX: 'p', MCP_TOOL_MODULES: './m.mjs', AUTH_API_KEYS: 'ci:ci-api-key-0123456789abcdef', REQUEST_STATE_KEYS: `k1:${'k'.repeat(32)}` });
-    assert.deepEqual(startupSummary(c, 'gateway'), { redis: 'redis://u:***@h:1', keyPrefix: 'p', toolsets: ['demo'], toolModules: ['./m.mjs'], auth: ['api-keys(1)'] });
+    const c = loadConfig({
+      REDIS_URL: 'redis://u:pw@h:1',
+      REDIS_KEY_PREFIX: 'p',
+      MCP_TOOL_MODULES: './m.mjs',
+      AUTH_API_KEYS: 'ci:ci-api-key-0123456789abcdef',
+      REQUEST_STATE_KEYS: `k1:${'k'.repeat(32)}`,
+    });
+    assert.deepEqual(startupSummary(c, 'gateway'), {
+      redis: 'redis://u:***@h:1',
+      keyPrefix: 'p',
+      toolsets: ['demo'],
+      toolModules: ['./m.mjs'],
+      auth: ['api-keys(1)'],
+    });
     assert.ok(!('auth' in startupSummary(c, 'worker')));
     assert.deepEqual(authModes(loadConfig({}).auth), ['anonymous(dev-loopback)']);
   });
@@ -55,13 +91,19 @@ describe('tool modules', () => {
   const dir = mkdtempSync(join(tmpdir(), 'mcp-unit-modules-'));
   writeFileSync(join(dir, 'a.mjs'), 'export default [];\n');
   mkdirSync(join(dir, 'pkg'));
-  writeFileSync(join(dir, 'pkg', 'package.json'), JSON.stringify({ name: 'pkg', type: 'module', exports: { '.': { import: './entry.mjs' } } }));
+  writeFileSync(
+    join(dir, 'pkg', 'package.json'),
+    JSON.stringify({ name: 'pkg', type: 'module', exports: { '.': { import: './entry.mjs' } } }),
+  );
   writeFileSync(join(dir, 'pkg', 'entry.mjs'), 'export default { tools: [] };\n');
   mkdirSync(join(dir, 'main'));
   writeFileSync(join(dir, 'main', 'package.json'), JSON.stringify({ name: 'main', main: 'lib.mjs' }));
   writeFileSync(join(dir, 'main', 'lib.mjs'), 'export default [];\n');
   mkdirSync(join(dir, 'node_modules', 'installed'), { recursive: true });
-  writeFileSync(join(dir, 'node_modules', 'installed', 'package.json'), JSON.stringify({ name: 'installed', type: 'module', exports: './i.js' }));
+  writeFileSync(
+    join(dir, 'node_modules', 'installed', 'package.json'),
+    JSON.stringify({ name: 'installed', type: 'module', exports: './i.js' }),
+  );
   writeFileSync(join(dir, 'node_modules', 'installed', 'i.js'), 'export default [];\n');
 
   it('resolves files, directories (exports, then main), file: URLs and installed package names from cwd', async () => {
@@ -73,13 +115,22 @@ describe('tool modules', () => {
     assert.equal(resolveToolModule('./main', dir), url('main/lib.mjs'));
     assert.equal(resolveToolModule('installed', dir), url('node_modules/installed/i.js'));
     assert.throws(() => resolveToolModule('./nope.mjs', dir), /"\.\/nope\.mjs": no such file or directory/);
-    assert.throws(() => resolveToolModule('not-installed', dir), /cannot resolve "not-installed".*install it there, or give a path/);
+    assert.throws(
+      () => resolveToolModule('not-installed', dir),
+      /cannot resolve "not-installed".*install it there, or give a path/,
+    );
     const loaded = await loadToolModules(['./a.mjs', './pkg', 'installed'], dir);
-    assert.deepEqual(loaded.map((m) => m.spec), ['./a.mjs', './pkg', 'installed']);
+    assert.deepEqual(
+      loaded.map((m) => m.spec),
+      ['./a.mjs', './pkg', 'installed'],
+    );
   });
 
   it('toolsetOf: an array or { tools, … }; each tool checked, the message names the module and the tool', () => {
-    assert.deepEqual(toolsetOf('m', [tool('a')]).tools.map((t) => t.name), ['a']);
+    assert.deepEqual(
+      toolsetOf('m', [tool('a')]).tools.map((t) => t.name),
+      ['a'],
+    );
     assert.equal(toolsetOf('m', { tools: [tool('a')], prompts: [] }).prompts!.length, 0);
     const bad: [unknown, RegExp][] = [
       [undefined, /"m": its default export must be an array of tools/],
@@ -94,23 +145,66 @@ describe('tool modules', () => {
       [[tool('a', { runsIn: 'browser' })], /tool "a" has runsIn other than/],
       [[42], /tool #1 is not an object/],
     ];
-    for (const [exported, re] of bad) assert.throws(() => toolsetOf('m', exported), (e: Error) => e instanceof ToolModuleError && re.test(e.message) && !e.message.includes('\n'), String(re));
+    for (const [exported, re] of bad)
+      assert.throws(
+        () => toolsetOf('m', exported),
+        (e: Error) => e instanceof ToolModuleError && re.test(e.message) && !e.message.includes('\n'),
+        String(re),
+      );
   });
 
   it('a name defined twice is refused naming both sources, for tools, prompts and resources', () => {
-    const prompt = { name: 'p', description: 'd', async get() { return { messages: [] }; } };
-    assert.throws(() => assertNoClashes([{ label: 'A', toolset: { tools: [tool('x')] } }, { label: 'B', toolset: { tools: [tool('x')] } }]), /^ToolModuleError: tool name "x" is defined twice: by A and by B; rename one$/);
-    assert.throws(() => assertNoClashes([{ label: 'A', toolset: { tools: [tool('x'), tool('x')] } }]), /tool name "x" is defined twice by A/);
-    assert.throws(() => assertNoClashes([{ label: 'A', toolset: { tools: [], prompts: [prompt] } }, { label: 'B', toolset: { tools: [], prompts: [prompt] } }]), /prompt name "p"/);
+    const prompt = {
+      name: 'p',
+      description: 'd',
+      async get() {
+        return { messages: [] };
+      },
+    };
     assert.throws(
-      () => createRegistry(['demo'], [], [{ spec: './mine.mjs', url: 'file:///mine.mjs', toolset: { tools: [tool('countdown')] } }]),
+      () =>
+        assertNoClashes([
+          { label: 'A', toolset: { tools: [tool('x')] } },
+          { label: 'B', toolset: { tools: [tool('x')] } },
+        ]),
+      /^ToolModuleError: tool name "x" is defined twice: by A and by B; rename one$/,
+    );
+    assert.throws(
+      () => assertNoClashes([{ label: 'A', toolset: { tools: [tool('x'), tool('x')] } }]),
+      /tool name "x" is defined twice by A/,
+    );
+    assert.throws(
+      () =>
+        assertNoClashes([
+          { label: 'A', toolset: { tools: [], prompts: [prompt] } },
+          { label: 'B', toolset: { tools: [], prompts: [prompt] } },
+        ]),
+      /prompt name "p"/,
+    );
+    assert.throws(
+      () =>
+        createRegistry(
+          ['demo'],
+          [],
+          [{ spec: './mine.mjs', url: 'file:///mine.mjs', toolset: { tools: [tool('countdown')] } }],
+        ),
       /tool name "countdown" is defined twice: by tool set "demo" \(MCP_TOOLSETS\) and by module "\.\/mine\.mjs" \(MCP_TOOL_MODULES\)/,
     );
-    const reg = createRegistry(['demo'], [], [{ spec: './mine.mjs', url: 'file:///mine.mjs', toolset: { tools: [tool('mine'), tool('inline', { runsIn: 'gateway', taskSupport: 'forbidden' })] } }]);
+    const reg = createRegistry(
+      ['demo'],
+      [],
+      [
+        {
+          spec: './mine.mjs',
+          url: 'file:///mine.mjs',
+          toolset: { tools: [tool('mine'), tool('inline', { runsIn: 'gateway', taskSupport: 'forbidden' })] },
+        },
+      ],
+    );
     assert.deepEqual(reg.workerToolNames(), ['countdown', 'deep_research', 'mine']);
   });
 
-  it('toolsWithoutWorker: the gateway\'s tools no live worker runs; none reported while no worker is live', () => {
+  it("toolsWithoutWorker: the gateway's tools no live worker runs; none reported while no worker is live", () => {
     assert.deepEqual(toolsWithoutWorker(['a', 'b'], { workers: 2, tools: new Set(['a']) }), ['b']);
     assert.deepEqual(toolsWithoutWorker(['a', 'b'], { workers: 0, tools: new Set() }), []);
     assert.deepEqual(toolsWithoutWorker(['a'], { workers: 1, tools: new Set(['a', 'z']) }), []);

@@ -58,7 +58,11 @@ describe('tools-queue shards', () => {
     assert.equal(loadConfig({}, { role: 'worker' }).toolQueueShards, 1);
     assert.equal(loadConfig({ TOOL_QUEUE_SHARDS: '8' }, { role: 'worker' }).toolQueueShards, 8);
     for (const bad of ['0', '65', '1.5', 'x']) {
-      assert.throws(() => loadConfig({ TOOL_QUEUE_SHARDS: bad }, { role: 'worker' }), (e: Error) => e instanceof ConfigError && /TOOL_QUEUE_SHARDS/.test(e.message), bad);
+      assert.throws(
+        () => loadConfig({ TOOL_QUEUE_SHARDS: bad }, { role: 'worker' }),
+        (e: Error) => e instanceof ConfigError && /TOOL_QUEUE_SHARDS/.test(e.message),
+        bad,
+      );
     }
   });
 });

@@ -5,11 +5,10 @@
  */
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
+import { createRegistry, ToolRegistry } from '@mcp-tasks/tools/internal';
 import {
-  createRegistry,
   isInputRequired,
   ToolCancelled,
-  ToolRegistry,
   type InputRequired,
   type InputResponse,
   type StepOutcome,
@@ -19,9 +18,15 @@ import {
 } from '@mcp-tasks/tools';
 import { add, countdown, deepResearch, demoTools, shareReport } from '../../packages/tools/src/toolsets/demo.js';
 
-type Call = { kind: 'sleep'; ms: number } | { kind: 'progress'; done: number; total: number | undefined; message: string | undefined };
+type Call =
+  | { kind: 'sleep'; ms: number }
+  | { kind: 'progress'; done: number; total: number | undefined; message: string | undefined };
 
-function fakeCtx(over: Partial<ToolContext> = {}): { ctx: ToolContext; calls: Call[]; progress: () => Extract<Call, { kind: 'progress' }>[] } {
+function fakeCtx(over: Partial<ToolContext> = {}): {
+  ctx: ToolContext;
+  calls: Call[];
+  progress: () => Extract<Call, { kind: 'progress' }>[];
+} {
   const calls: Call[] = [];
   const ctx: ToolContext = {
     signal: new AbortController().signal,
@@ -39,11 +44,19 @@ function fakeCtx(over: Partial<ToolContext> = {}): { ctx: ToolContext; calls: Ca
     async sleep(ms) {
       calls.push({ kind: 'sleep', ms });
     },
+    async checkpoint() {},
+    lastCheckpoint: undefined,
+    drainSignal: new AbortController().signal,
+    draining: false,
     async log() {},
     settings: { researchPhaseMs: 20_000 },
     ...over,
   };
-  return { ctx, calls, progress: () => calls.filter((c): c is Extract<Call, { kind: 'progress' }> => c.kind === 'progress') };
+  return {
+    ctx,
+    calls,
+    progress: () => calls.filter((c): c is Extract<Call, { kind: 'progress' }> => c.kind === 'progress'),
+  };
 }
 
 function asResult(o: StepOutcome): ToolResult {
@@ -60,7 +73,8 @@ function text(r: ToolResult): string {
   return first.text;
 }
 function assertStrictlyIncreasing(values: number[], what: string) {
-  for (let i = 1; i < values.length; i++) assert.ok(values[i]! > values[i - 1]!, `${what} must strictly increase: ${values.join(', ')}`);
+  for (let i = 1; i < values.length; i++)
+    assert.ok(values[i]! > values[i - 1]!, `${what} must strictly increase: ${values.join(', ')}`);
 }
 const accept = (content: Record<string, unknown>): InputResponse => ({ action: 'accept', content });
 
@@ -76,8 +90,14 @@ describe('countdown', () => {
         else assert.equal(c.kind, 'progress');
       });
       const p = progress();
-      assert.deepEqual(p.map((c) => c.done), Array.from({ length: seconds }, (_, i) => i + 1));
-      assertStrictlyIncreasing(p.map((c) => c.done), 'progress');
+      assert.deepEqual(
+        p.map((c) => c.done),
+        Array.from({ length: seconds }, (_, i) => i + 1),
+      );
+      assertStrictlyIncreasing(
+        p.map((c) => c.done),
+        'progress',
+      );
       for (const c of p) {
         assert.equal(c.total, seconds);
         assert.ok(c.message && c.message.length > 0 && c.message.length <= 200);
@@ -89,7 +109,8 @@ describe('countdown', () => {
 
   it('input schema: an integer from 1 to 10', () => {
     assert.ok(countdown.inputSchema.safeParse({ seconds: 5 }).success);
-    for (const bad of [0, 11, 2.5, '3', undefined]) assert.equal(countdown.inputSchema.safeParse({ seconds: bad }).success, false, `seconds=${String(bad)}`);
+    for (const bad of [0, 11, 2.5, '3', undefined])
+      assert.equal(countdown.inputSchema.safeParse({ seconds: bad }).success, false, `seconds=${String(bad)}`);
   });
 });
 
@@ -109,14 +130,21 @@ describe('deep_research', () => {
     const audience = schema.properties.audience;
     assert.equal(audience.type, 'string');
     assert.ok(Array.isArray(audience.oneOf));
-    assert.deepEqual(audience.oneOf.map((o: any) => o.const), ['team', 'company']);
-    for (const o of audience.oneOf) assert.ok(typeof o.title === 'string' && o.title.length > 0, `option ${o.const} has a title`);
+    assert.deepEqual(
+      audience.oneOf.map((o: any) => o.const),
+      ['team', 'company'],
+    );
+    for (const o of audience.oneOf)
+      assert.ok(typeof o.title === 'string' && o.title.length > 0, `option ${o.const} has a title`);
     assert.deepEqual(out.state, { topic: 'tidal energy' });
     assert.ok(out.statusMessage && out.statusMessage.length > 0);
     // Phase 1 reports progress up to 50 %, strictly increasing, one sleep before each report.
     const p = progress();
     assert.ok(p.length > 0);
-    assertStrictlyIncreasing(p.map((c) => c.done), 'progress');
+    assertStrictlyIncreasing(
+      p.map((c) => c.done),
+      'progress',
+    );
     assert.equal(p.at(-1)!.done, 50);
     for (const c of p) assert.equal(c.total, 100);
     const slept = calls.filter((c) => c.kind === 'sleep').reduce((s, c) => s + (c as { ms: number }).ms, 0);
@@ -138,7 +166,10 @@ describe('deep_research', () => {
       assert.deepEqual(r.structuredContent, { summary: text(r), topic: 'tidal energy', audience });
       assert.match(text(r), /three sources agree on the main points of tidal energy/);
       const p = progress();
-      assertStrictlyIncreasing(p.map((c) => c.done), 'progress');
+      assertStrictlyIncreasing(
+        p.map((c) => c.done),
+        'progress',
+      );
       assert.ok(p[0]!.done > 50, 'phase 2 continues after 50 %');
       assert.equal(p.at(-1)!.done, 100);
     });
@@ -165,10 +196,20 @@ describe('deep_research', () => {
   it('researchPhaseMs = 0: still one progress report per phase, ending at 50 then 100', async () => {
     const one = fakeCtx({ settings: { researchPhaseMs: 0 } });
     asInputRequired(await deepResearch.run({ topic: 't' }, one.ctx));
-    assert.deepEqual(one.progress().map((c) => c.done), [50]);
-    const two = fakeCtx({ step: 2, settings: { researchPhaseMs: 0 }, inputResponses: { audience: accept({ audience: 'team' }) } });
+    assert.deepEqual(
+      one.progress().map((c) => c.done),
+      [50],
+    );
+    const two = fakeCtx({
+      step: 2,
+      settings: { researchPhaseMs: 0 },
+      inputResponses: { audience: accept({ audience: 'team' }) },
+    });
     asResult(await deepResearch.run({ topic: 't' }, two.ctx));
-    assert.deepEqual(two.progress().map((c) => c.done), [100]);
+    assert.deepEqual(
+      two.progress().map((c) => c.done),
+      [100],
+    );
   });
 });
 
@@ -190,17 +231,32 @@ describe('share_report', () => {
   });
 
   it('step 2, accept with notify=true: shares and notifies', async () => {
-    const { ctx } = fakeCtx({ mode: 'inline', step: 2, state: { channel: '#research' }, inputResponses: { confirm: accept({ notify: true }) } });
+    const { ctx } = fakeCtx({
+      mode: 'inline',
+      step: 2,
+      state: { channel: '#research' },
+      inputResponses: { confirm: accept({ notify: true }) },
+    });
     const r = asResult(await shareReport.run({ channel: '#research' }, ctx));
     assert.equal(text(r), 'Shared the report to #research and notified its members.');
-    assert.deepEqual(r.structuredContent, { summary: 'Shared the report to #research and notified its members.', channel: '#research', shared: true, notify: true });
+    assert.deepEqual(r.structuredContent, {
+      summary: 'Shared the report to #research and notified its members.',
+      channel: '#research',
+      shared: true,
+      notify: true,
+    });
   });
 
   it('step 2, accept without notify: shares without notifying', async () => {
     const { ctx } = fakeCtx({ mode: 'inline', step: 2, inputResponses: { confirm: accept({}) } });
     const r = asResult(await shareReport.run({ channel: '#research' }, ctx));
     assert.equal(text(r), 'Shared the report to #research.');
-    assert.deepEqual(r.structuredContent, { summary: 'Shared the report to #research.', channel: '#research', shared: true, notify: false });
+    assert.deepEqual(r.structuredContent, {
+      summary: 'Shared the report to #research.',
+      channel: '#research',
+      shared: true,
+      notify: false,
+    });
   });
 
   for (const action of ['decline', 'cancel'] as const) {
@@ -280,7 +336,29 @@ describe('registry', () => {
 
   it('duplicate tool names are rejected', () => {
     const clash = { ...add, name: 'countdown' } as unknown as ToolDefinition;
-    assert.throws(() => new ToolRegistry([countdown as unknown as ToolDefinition, clash]), /duplicate tool name: countdown/);
-    assert.throws(() => new ToolRegistry([add as unknown as ToolDefinition, add as unknown as ToolDefinition]), /duplicate tool name: add/);
+    assert.throws(
+      () => new ToolRegistry([countdown as unknown as ToolDefinition, clash]),
+      /duplicate tool name: countdown/,
+    );
+    assert.throws(
+      () => new ToolRegistry([add as unknown as ToolDefinition, add as unknown as ToolDefinition]),
+      /duplicate tool name: add/,
+    );
+  });
+
+  it('a timeoutMs that is not an integer from 1 ms to 7 days is refused at start, naming the tool', () => {
+    for (const timeoutMs of [0, -1, 1.5, 604_800_001, Number.POSITIVE_INFINITY, Number.NaN]) {
+      const bad = { ...add, timeoutMs } as unknown as ToolDefinition;
+      assert.throws(
+        () => new ToolRegistry([bad]),
+        /tool add: timeoutMs must be an integer number of ms from 1 to 604800000/,
+      );
+    }
+    for (const timeoutMs of [1, 604_800_000]) {
+      assert.equal(
+        new ToolRegistry([{ ...add, timeoutMs } as unknown as ToolDefinition]).get('add')?.timeoutMs,
+        timeoutMs,
+      );
+    }
   });
 });

@@ -9,14 +9,24 @@ import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { classify } from '../../apps/gateway/src/classify.js';
 import { ladderShapeKey } from '../../apps/gateway/src/verdicts.js';
-import { ToolRegistry } from '../../packages/tools/src/index.js';
+import { ToolRegistry } from '../../packages/tools/src/internal.js';
 
 const META = {
   'io.modelcontextprotocol/protocolVersion': '2026-07-28',
   'io.modelcontextprotocol/clientCapabilities': { extensions: { 'io.modelcontextprotocol/tasks': {} } },
 };
-const get = (id: unknown, taskId: unknown, meta: Record<string, unknown> = META) => ({ jsonrpc: '2.0', id, method: 'tasks/get', params: { taskId, _meta: meta } });
-const headers = (name: string | undefined, version = '2026-07-28') => ({ httpMethod: 'POST', protocolVersion: version, method: 'tasks/get', name });
+const get = (id: unknown, taskId: unknown, meta: Record<string, unknown> = META) => ({
+  jsonrpc: '2.0',
+  id,
+  method: 'tasks/get',
+  params: { taskId, _meta: meta },
+});
+const headers = (name: string | undefined, version = '2026-07-28') => ({
+  httpMethod: 'POST',
+  protocolVersion: version,
+  method: 'tasks/get',
+  name,
+});
 
 describe('verdicts: shape keys', () => {
   it('tasks/get: one key for any id of a type and any plain task id that equals Mcp-Name', () => {
@@ -43,8 +53,19 @@ describe('verdicts: shape keys', () => {
     const a = randomUUID();
     const k = ladderShapeKey(headers(a), get(1, a));
     assert.notEqual(ladderShapeKey(headers(a, '2025-11-25'), get(1, a)), k);
-    assert.notEqual(ladderShapeKey(headers(a), get(1, a, { ...META, 'io.modelcontextprotocol/clientInfo': { name: 'x', version: '1' } })), k);
-    const call = (args: unknown) => ({ jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'add', arguments: args, _meta: META } });
+    assert.notEqual(
+      ladderShapeKey(
+        headers(a),
+        get(1, a, { ...META, 'io.modelcontextprotocol/clientInfo': { name: 'x', version: '1' } }),
+      ),
+      k,
+    );
+    const call = (args: unknown) => ({
+      jsonrpc: '2.0',
+      id: 1,
+      method: 'tools/call',
+      params: { name: 'add', arguments: args, _meta: META },
+    });
     const h = { httpMethod: 'POST', protocolVersion: '2026-07-28', method: 'tools/call', name: 'add' };
     assert.equal(ladderShapeKey(h, call({ a: 1, b: 2 })), ladderShapeKey(h, call({ a: 5 })));
     assert.equal(ladderShapeKey(h, call([1, 2])), undefined, 'arguments that are not an object are validated in full');
@@ -56,7 +77,14 @@ describe('verdicts: classify with the memo', () => {
   it('an accepted shape does not make a mismatching or missing header pass afterwards', () => {
     const registry = new ToolRegistry([]);
     const a = randomUUID();
-    const http = (name: string | undefined) => ({ method: 'POST', headers: { 'mcp-protocol-version': '2026-07-28', 'mcp-method': 'tasks/get', ...(name === undefined ? {} : { 'mcp-name': name }) } });
+    const http = (name: string | undefined) => ({
+      method: 'POST',
+      headers: {
+        'mcp-protocol-version': '2026-07-28',
+        'mcp-method': 'tasks/get',
+        ...(name === undefined ? {} : { 'mcp-name': name }),
+      },
+    });
     for (let i = 0; i < 3; i++) assert.equal(classify(get(i, a), registry, { http: http(a) }).rejected, undefined);
     const other = randomUUID();
     assert.equal(classify(get(9, a), registry, { http: http(other) }).rejected?.cell, 'name-header-mismatch');

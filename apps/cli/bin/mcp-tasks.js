@@ -14,7 +14,13 @@ if (existsSync(fileURLToPath(dist))) {
   process.on('SIGINT', () => undefined);
   const r = spawnSync(
     process.execPath,
-    ['--conditions=mcp-tasks-src', '--import', import.meta.resolve('tsx'), fileURLToPath(new URL('../src/main.ts', import.meta.url)), ...process.argv.slice(2)],
+    [
+      '--conditions=mcp-tasks-src',
+      '--import',
+      import.meta.resolve('tsx'),
+      fileURLToPath(new URL('../src/main.ts', import.meta.url)),
+      ...process.argv.slice(2),
+    ],
     { stdio: 'inherit' },
   );
   process.exit(r.status ?? 1);

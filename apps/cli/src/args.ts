@@ -7,17 +7,18 @@
  * it parses, else as a string (the server validates; SEP-1303).
  */
 import { CliError, EXIT } from './context.js';
-
-type Schema = Record<string, any>;
+import { asList, asSchema, type JsonSchema as Schema } from './json-schema.js';
 
 /** The JSON types a property schema allows (`type`, or the types of its `anyOf`/`oneOf` branches). */
 function typesOf(schema: Schema | undefined): Set<string> {
   const out = new Set<string>();
   if (!schema) return out;
   if (typeof schema.type === 'string') out.add(schema.type);
-  if (Array.isArray(schema.type)) for (const t of schema.type) if (typeof t === 'string') out.add(t);
-  for (const k of ['anyOf', 'oneOf'] as const) if (Array.isArray(schema[k])) for (const s of schema[k]) for (const t of typesOf(s)) out.add(t);
-  if (out.size === 0 && Array.isArray(schema.enum) && schema.enum.every((v: unknown) => typeof v === 'string')) out.add('string');
+  for (const t of asList(schema.type) ?? []) if (typeof t === 'string') out.add(t);
+  for (const k of ['anyOf', 'oneOf'] as const)
+    for (const s of asList(schema[k]) ?? []) for (const t of typesOf(asSchema(s))) out.add(t);
+  const enumValues = asList(schema.enum);
+  if (out.size === 0 && enumValues && enumValues.every((v) => typeof v === 'string')) out.add('string');
   return out;
 }
 
@@ -65,7 +66,7 @@ export function parseValue(key: string, raw: string, schema: Schema | undefined)
 /** The property schema at a dotted path of `inputSchema` (through `properties` only). */
 function propertyAt(inputSchema: Schema | undefined, path: string[]): Schema | undefined {
   let node: Schema | undefined = inputSchema;
-  for (const key of path) node = node?.properties?.[key];
+  for (const key of path) node = asSchema(asSchema(node?.properties)?.[key]);
   return node;
 }
 
@@ -76,7 +77,11 @@ function propertyAt(inputSchema: Schema | undefined, path: string[]): Schema | u
  * @param pairs the `--arg key=value` values, in order (later ones win).
  * @throws CliError (usage) for bad JSON, a pair without `=`, or a value of the wrong type.
  */
-export function buildArguments(inputSchema: Schema | undefined, argsJson: string | undefined, pairs: readonly string[]): Record<string, unknown> {
+export function buildArguments(
+  inputSchema: Schema | undefined,
+  argsJson: string | undefined,
+  pairs: readonly string[],
+): Record<string, unknown> {
   let args: Record<string, unknown> = {};
   if (argsJson !== undefined) {
     let parsed: unknown;
@@ -85,7 +90,8 @@ export function buildArguments(inputSchema: Schema | undefined, argsJson: string
     } catch (e) {
       throw new CliError(`--args is not JSON: ${(e as Error).message}`, EXIT.usage);
     }
-    if (parsed === null || typeof parsed !== 'object' || Array.isArray(parsed)) throw new CliError('--args must be a JSON object, e.g. --args \'{"seconds": 5}\'', EXIT.usage);
+    if (parsed === null || typeof parsed !== 'object' || Array.isArray(parsed))
+      throw new CliError('--args must be a JSON object, e.g. --args \'{"seconds": 5}\'', EXIT.usage);
     args = parsed as Record<string, unknown>;
   }
   for (const pair of pairs) {
@@ -97,7 +103,10 @@ export function buildArguments(inputSchema: Schema | undefined, argsJson: string
     let target = args;
     for (const p of path.slice(0, -1)) {
       const next = target[p];
-      target = next !== null && typeof next === 'object' && !Array.isArray(next) ? (next as Record<string, unknown>) : (target[p] = {});
+      target =
+        next !== null && typeof next === 'object' && !Array.isArray(next)
+          ? (next as Record<string, unknown>)
+          : (target[p] = {});
     }
     target[path[path.length - 1]!] = value;
   }
@@ -106,10 +115,11 @@ export function buildArguments(inputSchema: Schema | undefined, argsJson: string
 
 /** One line per property of a tool's schema: `name (type, required): description`. For `tools --verbose` and errors. */
 export function describeParameters(inputSchema: Schema | undefined): string[] {
-  const props = inputSchema?.properties;
-  if (!props || typeof props !== 'object') return [];
-  const required = new Set<string>(Array.isArray(inputSchema?.required) ? inputSchema.required : []);
-  return Object.entries(props as Record<string, Schema>).map(([name, s]) => {
+  const props = asSchema(inputSchema?.properties);
+  if (!props) return [];
+  const required = new Set(asList(inputSchema?.required) ?? []);
+  return Object.entries(props).map(([name, value]) => {
+    const s = asSchema(value) ?? {};
     const type = [...typesOf(s)].join('|') || 'any';
     const desc = typeof s.description === 'string' ? `: ${s.description}` : '';
     return `${name} (${type}${required.has(name) ? ', required' : ''})${desc}`;

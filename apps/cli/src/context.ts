@@ -12,7 +12,7 @@ export const TOKEN_ENV = 'MCP_TASKS_TOKEN';
 /** Environment variable holding the endpoint (overridden by `--url`). */
 export const URL_ENV = 'MCP_TASKS_URL';
 
-/** Process exit codes (documented in `--help` and the README). */
+/** Process exit codes (documented in `--help` and docs/cli.md). */
 export const EXIT = {
   /** The tool finished and its result is not an error. */
   ok: 0,
@@ -48,7 +48,11 @@ export function cliVersion(): string {
 /** A client for `url` with the credential from the environment. */
 export function clientFor(url: string): TaskClient {
   const token = process.env[TOKEN_ENV]?.trim();
-  return new TaskClient({ url, ...(token ? { token } : {}), clientInfo: { name: 'mcp-tasks-cli', version: cliVersion() } });
+  return new TaskClient({
+    url,
+    ...(token ? { token } : {}),
+    clientInfo: { name: 'mcp-tasks-cli', version: cliVersion() },
+  });
 }
 
 /** One line that says what went wrong and, where there is one, what to do about it. */

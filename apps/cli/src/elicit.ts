@@ -11,8 +11,7 @@
 import { checkbox, confirm, input, number, select } from '@inquirer/prompts';
 import type { InputRequest } from '@mcp-tasks/client';
 import { CliError } from './context.js';
-
-type Schema = Record<string, any>;
+import { asList, asSchema, type JsonSchema as Schema } from './json-schema.js';
 
 /** Where prompts draw (stderr, so stdout carries only the result). */
 const UI = { output: process.stderr } as const;
@@ -20,14 +19,21 @@ const UI = { output: process.stderr } as const;
 /** A choice list from `enum` (+ legacy `enumNames`) or `oneOf`/`anyOf` of `{const, title}`. */
 function choicesOf(s: Schema | undefined): { value: unknown; name: string }[] | undefined {
   if (!s) return undefined;
-  if (Array.isArray(s.enum)) {
-    const names: unknown[] = Array.isArray(s.enumNames) ? s.enumNames : [];
-    return s.enum.map((v: unknown, i: number) => ({ value: v, name: typeof names[i] === 'string' ? (names[i] as string) : String(v) }));
+  const values = asList(s.enum);
+  if (values) {
+    const names = asList(s.enumNames) ?? [];
+    return values.map((v, i) => ({
+      value: v,
+      name: typeof names[i] === 'string' ? names[i] : String(v),
+    }));
   }
   for (const k of ['oneOf', 'anyOf'] as const) {
-    const list = s[k];
-    if (Array.isArray(list) && list.length > 0 && list.every((o: Schema) => o && typeof o === 'object' && 'const' in o)) {
-      return list.map((o: Schema) => ({ value: o.const, name: typeof o.title === 'string' ? o.title : String(o.const) }));
+    const list = asList(s[k])?.map(asSchema);
+    if (list && list.length > 0 && list.every((o): o is Schema => o !== undefined && 'const' in o)) {
+      return list.map((o) => ({
+        value: o.const,
+        name: typeof o.title === 'string' ? o.title : String(o.const),
+      }));
     }
   }
   return undefined;
@@ -63,7 +69,8 @@ function checkString(s: Schema, v: string): true | string {
 /** The type of a property: its `type`, or the one a `oneOf`/`anyOf` branch gives. */
 function typeOf(s: Schema): string | undefined {
   if (typeof s.type === 'string') return s.type;
-  if (Array.isArray(s.type)) return s.type.find((t: unknown) => t !== 'null');
+  const types = asList(s.type);
+  if (types) return types.find((t): t is string => typeof t === 'string' && t !== 'null');
   return undefined;
 }
 
@@ -88,7 +95,7 @@ async function askProperty(key: string, s: Schema, required: boolean): Promise<u
     return picked === skip ? undefined : picked;
   }
   if (type === 'array') {
-    const items = choicesOf(s.items) ?? [];
+    const items = choicesOf(asSchema(s.items)) ?? [];
     const picked = await checkbox<unknown>(
       {
         message,
@@ -134,12 +141,12 @@ async function askProperty(key: string, s: Schema, required: boolean): Promise<u
 }
 
 /** Prompts for one form elicitation; returns its ElicitResult content. */
-async function askForm(params: Record<string, any>): Promise<Record<string, unknown>> {
-  const schema: Schema = params.requestedSchema ?? {};
-  const required = new Set<string>(Array.isArray(schema.required) ? schema.required : []);
+async function askForm(params: Record<string, unknown>): Promise<Record<string, unknown>> {
+  const schema: Schema = asSchema(params.requestedSchema) ?? {};
+  const required = new Set(asList(schema.required) ?? []);
   const content: Record<string, unknown> = {};
-  for (const [key, s] of Object.entries((schema.properties ?? {}) as Record<string, Schema>)) {
-    const v = await askProperty(key, s ?? {}, required.has(key));
+  for (const [key, s] of Object.entries(asSchema(schema.properties) ?? {})) {
+    const v = await askProperty(key, asSchema(s) ?? {}, required.has(key));
     if (v !== undefined) content[key] = v;
   }
   return content;
@@ -176,13 +183,16 @@ export async function answerInputRequests(requests: Record<string, InputRequest>
 /** `decline` for every elicitation among `requests` (roots: no roots). */
 export function declineAll(requests: Record<string, InputRequest>): Record<string, unknown> {
   const out: Record<string, unknown> = {};
-  for (const [key, req] of Object.entries(requests)) out[key] = req.method === 'roots/list' ? { roots: [] } : { action: 'decline' };
+  for (const [key, req] of Object.entries(requests))
+    out[key] = req.method === 'roots/list' ? { roots: [] } : { action: 'decline' };
   return out;
 }
 
 /** The questions of `requests` as one line each (for a terminal that cannot prompt, and `get`). */
 export function describeInputRequests(requests: Record<string, InputRequest>): string[] {
-  return Object.entries(requests).map(([key, r]) => (typeof r.params?.message === 'string' ? `${r.params.message} [${key}]` : `${r.method} [${key}]`));
+  return Object.entries(requests).map(([key, r]) =>
+    typeof r.params?.message === 'string' ? `${r.params.message} [${key}]` : `${r.method} [${key}]`,
+  );
 }
 
 /** True for the error inquirer throws when the person presses Ctrl-C in a prompt. */

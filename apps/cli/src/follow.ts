@@ -4,6 +4,7 @@
  * `tasks/cancel`, or go on). Shared by `call` (snapshots from polling, for the progress bar)
  * and `watch` (snapshots from a listen stream).
  */
+import { ErrorCode } from '@mcp-tasks/errors';
 import { isTerminalStatus, RpcError, type InputRequest, type Task, type TaskClient } from '@mcp-tasks/client';
 import { answerInputRequests, declineAll, describeInputRequests, isPromptExit } from './elicit.js';
 import { whatNow, type Interrupts } from './interrupt.js';
@@ -96,7 +97,7 @@ export async function follow(o: FollowOptions): Promise<FollowResult> {
         for (const k of Object.keys(open)) handled.add(k);
       } catch (e) {
         // Refused answers leave the question open (-32602): say why and ask again on the next snapshot.
-        if (!(e instanceof RpcError) || e.code !== -32602) throw e;
+        if (!(e instanceof RpcError) || e.code !== ErrorCode.InvalidParams) throw e;
         process.stderr.write(`The server refused the answer: ${e.message}\n`);
       }
       source.soon();

@@ -80,7 +80,9 @@ export async function whatNow(taskId: string, questionOpen: boolean): Promise<Ch
   try {
     return await select<Choice>(
       {
-        message: questionOpen ? `Task ${taskId} waits for your answer. What now?` : `Task ${taskId} is still running. What now?`,
+        message: questionOpen
+          ? `Task ${taskId} waits for your answer. What now?`
+          : `Task ${taskId} is still running. What now?`,
         choices: [
           { value: 'detach', name: 'Leave it running (prints its id)' },
           { value: 'cancel', name: 'Cancel the task' },

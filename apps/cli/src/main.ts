@@ -1,6 +1,6 @@
 #!/usr/bin/env node
 /**
- * `mcp-tasks`: a terminal client for the MCP task service (issue 11 §2). Commands: `call`,
+ * `mcp-tasks`: a terminal client for the MCP task service. Commands: `call`,
  * `get`, `cancel`, `watch`, `tools`; `--help` on each, `--version`. The endpoint comes from
  * `--url` or `MCP_TASKS_URL` (default http://127.0.0.1:3000/mcp), the credential from
  * `MCP_TASKS_TOKEN` (sent as `Authorization: Bearer …`; never a flag, so it stays out of shell
@@ -33,6 +33,25 @@ function finish(e: Ending): void {
   else process.exit(e.exitCode);
 }
 
+/**
+ * A command's action: runs `work` with the `--url` the command line gives (its last argument is the
+ * Command) and ends the process as the result says; an error is printed and exits with its exit code.
+ */
+const run =
+  (work: (url: string) => Promise<Ending>) =>
+  async (...a: unknown[]) => {
+    const cmd = a[a.length - 1] as Command;
+    const url = String(cmd.optsWithGlobals().url);
+    try {
+      finish(await work(url));
+    } catch (e) {
+      finish({
+        stderr: `mcp-tasks: ${describeError(e, url)}`,
+        exitCode: (e as { exitCode?: number }).exitCode ?? EXIT.error,
+      });
+    }
+  };
+
 /** The program; `argv` as `process.argv`. */
 export function buildProgram(): Command {
   const program = new Command('mcp-tasks')
@@ -44,32 +63,29 @@ export function buildProgram(): Command {
     .exitOverride((err) => process.exit(err.exitCode === 0 ? 0 : EXIT.usage))
     .addHelpText('after', ENVIRONMENT_HELP);
 
-  const run = (work: (url: string) => Promise<Ending>) => async (...a: unknown[]) => {
-    const cmd = a[a.length - 1] as Command;
-    const url = String(cmd.optsWithGlobals().url);
-    try {
-      finish(await work(url));
-    } catch (e) {
-      finish({ stderr: `mcp-tasks: ${describeError(e, url)}`, exitCode: (e as { exitCode?: number }).exitCode ?? EXIT.error });
-    }
-  };
-
   program
     .command('call')
-    .description('call a tool: as a task with a progress bar and prompts when the server runs it as one, else on the request')
+    .description(
+      'call a tool: as a task with a progress bar and prompts when the server runs it as one, else on the request',
+    )
     .argument('<tool>', 'tool name (see `mcp-tasks tools`)')
     .option('--args <json>', 'all arguments as one JSON object')
-    .option('--arg <key=value>', 'one argument, typed by the tool\'s schema (repeatable; wins over --args)', collect)
+    .option('--arg <key=value>', "one argument, typed by the tool's schema (repeatable; wins over --args)", collect)
     .option('--json', 'print the raw result (CallToolResult, or the final task when it did not complete) as JSON')
-    .addHelpText('after', `
+    .addHelpText(
+      'after',
+      `
 Examples:
   mcp-tasks call countdown --arg seconds=5
   mcp-tasks call deep_research --arg topic="tidal energy"
   mcp-tasks call add --args '{"a": 1, "b": 2}' --json
 
 Ctrl-C while a task runs asks whether to cancel it or leave it running (its id is printed).
-${ENVIRONMENT_HELP}`)
-    .action((tool: string, flags: { args?: string; arg?: string[]; json?: boolean }, cmd: Command) => run((url) => runCall(url, tool, { ...flags, arg: flags.arg ?? [] }))(cmd));
+${ENVIRONMENT_HELP}`,
+    )
+    .action((tool: string, flags: { args?: string; arg?: string[]; json?: boolean }, cmd: Command) =>
+      run((url) => runCall(url, tool, { ...flags, arg: flags.arg ?? [] }))(cmd),
+    );
 
   program
     .command('get')
@@ -85,24 +101,33 @@ ${ENVIRONMENT_HELP}`)
     .argument('<taskId>')
     .option('--json', 'print the task as it ended')
     .addHelpText('after', ENVIRONMENT_HELP)
-    .action((taskId: string, flags: { json?: boolean }, cmd: Command) => run((url) => runCancel(url, taskId, flags))(cmd));
+    .action((taskId: string, flags: { json?: boolean }, cmd: Command) =>
+      run((url) => runCancel(url, taskId, flags))(cmd),
+    );
 
   program
     .command('watch')
     .description('follow a task to its end (live stream, else polling); answers its questions on a terminal')
     .argument('<taskId>')
-    .option('--notify', 'raise a desktop notification when it ends or asks something (a terminal bell where there is no desktop)')
+    .option(
+      '--notify',
+      'raise a desktop notification when it ends or asks something (a terminal bell where there is no desktop)',
+    )
     .option('--json', 'print the raw result as JSON')
     .addHelpText('after', ENVIRONMENT_HELP)
-    .action((taskId: string, flags: { notify?: boolean; json?: boolean }, cmd: Command) => run((url) => runWatch(url, taskId, flags))(cmd));
+    .action((taskId: string, flags: { notify?: boolean; json?: boolean }, cmd: Command) =>
+      run((url) => runWatch(url, taskId, flags))(cmd),
+    );
 
   program
     .command('tools')
-    .description('list the tools with their task support, or show one tool\'s parameters')
+    .description("list the tools with their task support, or show one tool's parameters")
     .argument('[tool]', 'a tool to describe')
     .option('--json', 'print the raw tools/list entries')
     .addHelpText('after', ENVIRONMENT_HELP)
-    .action((tool: string | undefined, flags: { json?: boolean }, cmd: Command) => run((url) => runTools(url, tool, flags))(cmd));
+    .action((tool: string | undefined, flags: { json?: boolean }, cmd: Command) =>
+      run((url) => runTools(url, tool, flags))(cmd),
+    );
 
   return program;
 }

@@ -1,5 +1,5 @@
 /**
- * "Tell me when it is done" (issue 11 §2): a desktop notification through `node-notifier`
+ * "Tell me when it is done": a desktop notification through `node-notifier`
  * (notify-send on Linux, Notification Center on macOS, toasts on Windows) where the desktop
  * offers one; when it does not (no notifier binary, no desktop session, an error, or no answer
  * within 5 s) a terminal bell on stderr instead.
@@ -24,7 +24,9 @@ export function notifyPerson(title: string, message: string): Promise<Notified> 
     };
     const timer = setTimeout(() => done('bell'), NOTIFY_TIMEOUT_MS);
     try {
-      notifier.notify({ title, message: message.slice(0, 300) || title, wait: false }, (err) => done(err ? 'bell' : 'desktop'));
+      notifier.notify({ title, message: message.slice(0, 300) || title, wait: false }, (err) =>
+        done(err ? 'bell' : 'desktop'),
+      );
     } catch {
       done('bell');
     }

@@ -21,7 +21,9 @@ export interface ProgressState {
 /** A fraction 0..1 read from a status message, or undefined (see the module docstring). */
 export function fractionFromMessage(message: string | undefined): number | undefined {
   if (!message) return undefined;
-  const ratio = /^\s*(\d+(?:\.\d+)?)\s*\/\s*(\d+(?:\.\d+)?)(?!\d)/.exec(message) ?? /(?<![\d.])(\d+(?:\.\d+)?) of (\d+(?:\.\d+)?)(?![\d.])/.exec(message);
+  const ratio =
+    /^\s*(\d+(?:\.\d+)?)\s*\/\s*(\d+(?:\.\d+)?)(?!\d)/.exec(message) ??
+    /(?<![\d.])(\d+(?:\.\d+)?) of (\d+(?:\.\d+)?)(?![\d.])/.exec(message);
   if (ratio) {
     const total = Number(ratio[2]);
     return total > 0 ? Math.min(1, Number(ratio[1]) / total) : undefined;
@@ -73,7 +75,8 @@ export class ProgressView {
   /** Shows a new state (starts the bar on first use or after `pause`). */
   update(s: ProgressState): void {
     this.last = s;
-    const fraction = s.progress !== undefined && s.total ? Math.min(1, s.progress / s.total) : fractionFromMessage(s.message);
+    const fraction =
+      s.progress !== undefined && s.total ? Math.min(1, s.progress / s.total) : fractionFromMessage(s.message);
     const payload = {
       pct: fraction === undefined ? '   ' : `${String(Math.round(fraction * 100)).padStart(3)}%`,
       status: s.status.padEnd(14),

@@ -14,7 +14,10 @@ export function resultText(result: CallToolResult | undefined): string {
   if (sc && typeof sc.summary === 'string') return sc.summary;
   const parts = (result.content ?? []).map((c) => {
     if (c.type === 'text' && typeof c.text === 'string') return c.text;
-    if (c.type === 'resource_link' || c.type === 'resource') return `[${c.type}: ${String((c as any).uri ?? (c as any).resource?.uri ?? '')}]`;
+    if (c.type === 'resource_link' || c.type === 'resource') {
+      const uri = (c as { uri?: unknown }).uri ?? (c as { resource?: { uri?: unknown } }).resource?.uri;
+      return `[${c.type}: ${typeof uri === 'string' ? uri : ''}]`;
+    }
     return `[${c.type}${typeof c.mimeType === 'string' ? `: ${c.mimeType}` : ''}]`;
   });
   if (parts.length) return parts.join('\n');
@@ -34,18 +37,30 @@ export interface Ending {
 /** The ending of a tool result that arrived without a task (synchronous call). */
 export function endingForResult(result: CallToolResult, json: boolean): Ending {
   const text = json ? JSON.stringify(result, null, 2) : resultText(result);
-  return result.isError ? { ...(json ? { stdout: text } : { stderr: `The tool reported an error:\n${text}` }), exitCode: EXIT.error } : { stdout: text, exitCode: EXIT.ok };
+  return result.isError
+    ? { ...(json ? { stdout: text } : { stderr: `The tool reported an error:\n${text}` }), exitCode: EXIT.error }
+    : { stdout: text, exitCode: EXIT.ok };
 }
 
 /** The ending of a task in a terminal status (T-13): its result, its error, or that it was cancelled. */
 export function endingForTask(task: Task, json: boolean): Ending {
   if (task.status === 'completed') return endingForResult(task.result ?? {}, json);
-  if (json) return { stdout: JSON.stringify(task, null, 2), exitCode: task.status === 'cancelled' ? EXIT.cancelled : EXIT.error };
+  if (json)
+    return {
+      stdout: JSON.stringify(task, null, 2),
+      exitCode: task.status === 'cancelled' ? EXIT.cancelled : EXIT.error,
+    };
   if (task.status === 'failed') {
     const e = task.error;
-    return { stderr: `Task ${task.taskId} failed: ${e ? `${e.message} (${e.code})` : task.statusMessage ?? 'no reason given'}`, exitCode: EXIT.error };
+    return {
+      stderr: `Task ${task.taskId} failed: ${e ? `${e.message} (${e.code})` : (task.statusMessage ?? 'no reason given')}`,
+      exitCode: EXIT.error,
+    };
   }
-  return { stderr: `Task ${task.taskId} was cancelled${task.statusMessage ? `: ${task.statusMessage}` : ''}`, exitCode: EXIT.cancelled };
+  return {
+    stderr: `Task ${task.taskId} was cancelled${task.statusMessage ? `: ${task.statusMessage}` : ''}`,
+    exitCode: EXIT.cancelled,
+  };
 }
 
 const ago = (iso: string) => {
@@ -57,10 +72,20 @@ const ago = (iso: string) => {
 export function taskText(task: Task): string {
   const lines = [`${task.taskId}  ${task.status}`];
   if (task.statusMessage) lines.push(`  message:  ${task.statusMessage}`);
-  lines.push(`  created:  ${task.createdAt} (${ago(task.createdAt)})`, `  updated:  ${task.lastUpdatedAt} (${ago(task.lastUpdatedAt)})`);
-  if (task.ttlMs !== null && task.ttlMs !== undefined) lines.push(`  expires:  ${new Date(Date.parse(task.createdAt) + task.ttlMs).toISOString()}`);
+  lines.push(
+    `  created:  ${task.createdAt} (${ago(task.createdAt)})`,
+    `  updated:  ${task.lastUpdatedAt} (${ago(task.lastUpdatedAt)})`,
+  );
+  if (task.ttlMs !== null && task.ttlMs !== undefined)
+    lines.push(`  expires:  ${new Date(Date.parse(task.createdAt) + task.ttlMs).toISOString()}`);
   if (task.inputRequests) for (const q of describeInputRequests(task.inputRequests)) lines.push(`  asks:     ${q}`);
-  if (task.status === 'completed') lines.push(`  result${task.result?.isError ? ' (error)' : ''}:`, ...resultText(task.result).split('\n').map((l) => `    ${l}`));
+  if (task.status === 'completed')
+    lines.push(
+      `  result${task.result?.isError ? ' (error)' : ''}:`,
+      ...resultText(task.result)
+        .split('\n')
+        .map((l) => `    ${l}`),
+    );
   if (task.status === 'failed' && task.error) lines.push(`  error:    ${task.error.message} (${task.error.code})`);
   return lines.join('\n');
 }

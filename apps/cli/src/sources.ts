@@ -22,7 +22,8 @@ export interface Source {
 const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
 
 const transient = (e: unknown) =>
-  (e instanceof RpcError && [429, 502, 503, 504].includes(e.httpStatus)) || (e instanceof TypeError && e.message === 'fetch failed');
+  (e instanceof RpcError && [429, 502, 503, 504].includes(e.httpStatus)) ||
+  (e instanceof TypeError && e.message === 'fetch failed');
 
 /** `tasks/get`, retried up to 6 times over about 30 s on transient failures. */
 export async function getTaskRetrying(client: TaskClient, taskId: string): Promise<Task> {
@@ -37,7 +38,12 @@ export async function getTaskRetrying(client: TaskClient, taskId: string): Promi
 }
 
 /** Polls `tasks/get`; `first` (e.g. the CreateTaskResult) is the first snapshot when given. */
-export function pollingSource(client: TaskClient, taskId: string, first?: Task, fallbackIntervalMs = DEFAULT_POLL_MS): Source {
+export function pollingSource(
+  client: TaskClient,
+  taskId: string,
+  first?: Task,
+  fallbackIntervalMs = DEFAULT_POLL_MS,
+): Source {
   let last = first;
   let delivered = false;
   let skipWait = false;
@@ -67,7 +73,12 @@ export function pollingSource(client: TaskClient, taskId: string, first?: Task, 
  * `tasks/get` every `pollIntervalMs` to keep `statusMessage` current; without it (a script,
  * `watch --notify` in the background) nothing is polled while the stream is up.
  */
-export function listenSource(client: TaskClient, taskId: string, onFallback: (reason: string) => void, refresh = false): Source {
+export function listenSource(
+  client: TaskClient,
+  taskId: string,
+  onFallback: (reason: string) => void,
+  refresh = false,
+): Source {
   const queue: Task[] = [];
   let waiting: (() => void) | undefined;
   let ended: string | undefined;
@@ -80,7 +91,8 @@ export function listenSource(client: TaskClient, taskId: string, onFallback: (re
     waiting = undefined;
     w?.();
   };
-  client
+  // The chain cannot reject: its first .then handles both outcomes, its last only records them.
+  void client
     .listenTasks([taskId], {
       signal: ac.signal,
       onAck: (ids) => {
@@ -95,7 +107,12 @@ export function listenSource(client: TaskClient, taskId: string, onFallback: (re
     })
     .then(
       () => 'the live stream ended',
-      (e: unknown) => (ac.signal.aborted && ac.signal.reason instanceof Error ? ac.signal.reason.message : e instanceof Error ? e.message : String(e)),
+      (e: unknown) =>
+        ac.signal.aborted && ac.signal.reason instanceof Error
+          ? ac.signal.reason.message
+          : e instanceof Error
+            ? e.message
+            : String(e),
     )
     .then((reason) => {
       ended = reason;

@@ -1,5 +1,5 @@
 /**
- * The queue view (issue 11 §4): Bull Board (`@bull-board/api`, `@bull-board/fastify`) on a
+ * The queue view: Bull Board (`@bull-board/api`, `@bull-board/fastify`) on a
  * listener of its own, `http://ADMIN_HOST:ADMIN_PORT/admin/queues` (127.0.0.1:3100 by default),
  * started only when ADMIN_API_KEYS is set. It is a separate Fastify instance, so none of the MCP
  * route's hooks, limits or credentials apply to it, and the MCP port never serves it.
@@ -70,13 +70,18 @@ export class TaskJobsAdapter extends BullMQAdapter {
    * slots, which one pipeline may not span (case N-10). Only the copy sent to the page changes.
    */
   private async withTasks(jobs: (Job | undefined)[]): Promise<void> {
-    const tasks = jobs.filter((j): j is Job => !!j && typeof j.data?.taskId === 'string');
+    const taskIdOf = (j: Job | undefined): unknown => (j?.data as { taskId?: unknown } | undefined)?.taskId;
+    const tasks = jobs.filter((j): j is Job => typeof taskIdOf(j) === 'string');
     if (!tasks.length) return;
-    const rows = await Promise.all(tasks.map((j) => this.store.redis.hmget(this.store.key(j.data.taskId), 'tool', 'owner', 'status').catch(() => [])));
+    const rows = await Promise.all(
+      tasks.map((j) =>
+        this.store.redis.hmget(this.store.key(taskIdOf(j) as string), 'tool', 'owner', 'status').catch(() => []),
+      ),
+    );
     tasks.forEach((j, i) => {
       const [tool, owner, status] = rows[i] ?? [];
       j.data = {
-        ...j.data,
+        ...(j.data as Record<string, unknown>),
         ...(tool ? { tool } : {}),
         ...(owner ? { principal: owner } : {}),
         taskStatus: status ?? 'expired',
@@ -131,14 +136,20 @@ export async function startAdmin(o: {
 }): Promise<AdminServer> {
   const { config, log } = o;
   const matches = createApiKeyMatcher(config.apiKeys);
-  const app = Fastify({ loggerInstance: log.child({ component: 'admin' }, { level: 'warn' }) }) as unknown as FastifyInstance;
+  const app = Fastify({
+    loggerInstance: log.child({ component: 'admin' }, { level: 'warn' }),
+  }) as unknown as FastifyInstance;
 
   app.addHook('onRequest', async (req: FastifyRequest, reply: FastifyReply) => {
     const token = adminToken(req.headers.authorization);
     const admin = token === undefined ? undefined : matches(token);
     if (admin === undefined) {
       log.debug({ url: req.url, presented: token !== undefined }, 'admin.refused');
-      return reply.code(401).header('www-authenticate', CHALLENGE).header('cache-control', 'no-store').send({ error: 'unauthorized', message: 'an ADMIN_API_KEYS credential is required' });
+      return reply
+        .code(401)
+        .header('www-authenticate', CHALLENGE)
+        .header('cache-control', 'no-store')
+        .send({ error: 'unauthorized', message: 'an ADMIN_API_KEYS credential is required' });
     }
     if (req.method !== 'GET' && req.method !== 'HEAD' && crossSite(req)) {
       return reply.code(403).send({ error: 'forbidden', message: 'cross-site request refused' });
@@ -151,7 +162,12 @@ export async function startAdmin(o: {
   createBullBoard({
     queues: o.queues.map(
       ({ queue, description, prefix }) =>
-        new TaskJobsAdapter(queue, o.store, { readOnlyMode: config.readOnly, allowRetries: !config.readOnly, description, ...(prefix ? { prefix } : {}) }),
+        new TaskJobsAdapter(queue, o.store, {
+          readOnlyMode: config.readOnly,
+          allowRetries: !config.readOnly,
+          description,
+          ...(prefix ? { prefix } : {}),
+        }),
     ),
     serverAdapter,
     options: { uiConfig: { boardTitle: 'MCP task queues' } },

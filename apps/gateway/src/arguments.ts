@@ -25,18 +25,29 @@ function validatorFor(tool: ToolDefinition & { inputJsonSchema: Record<string, u
   return v;
 }
 
-export type ParsedArguments = { ok: true; args: Record<string, unknown> } | { ok: false; tooLarge: boolean; message: string };
+export type ParsedArguments =
+  { ok: true; args: Record<string, unknown> } | { ok: false; tooLarge: boolean; message: string };
 
 /**
  * @param raw `params.arguments` as sent (absent = `{}`).
  * @param maxBytes MAX_ARGUMENTS_BYTES; `bodyBytes` the whole body's size when known (a body no
  * larger than the limit needs no count).
  */
-export function parseArguments(tool: ToolDefinition, raw: unknown, maxBytes?: number, bodyBytes?: number): ParsedArguments {
+export function parseArguments(
+  tool: ToolDefinition,
+  raw: unknown,
+  maxBytes?: number,
+  bodyBytes?: number,
+): ParsedArguments {
   const input = raw ?? {};
   if (maxBytes !== undefined && !(bodyBytes !== undefined && bodyBytes <= maxBytes)) {
     const bytes = Buffer.byteLength(JSON.stringify(input), 'utf8');
-    if (bytes > maxBytes) return { ok: false, tooLarge: true, message: `the arguments are ${bytes} bytes of JSON, more than the ${maxBytes} allowed` };
+    if (bytes > maxBytes)
+      return {
+        ok: false,
+        tooLarge: true,
+        message: `the arguments are ${bytes} bytes of JSON, more than the ${maxBytes} allowed`,
+      };
   }
   if (tool.inputJsonSchema) {
     const validate = validatorFor(tool as ToolDefinition & { inputJsonSchema: Record<string, unknown> });
@@ -48,7 +59,11 @@ export function parseArguments(tool: ToolDefinition, raw: unknown, maxBytes?: nu
   }
   const parsed = tool.inputSchema.safeParse(input);
   if (!parsed.success) {
-    return { ok: false, tooLarge: false, message: parsed.error.issues.map((i) => `${i.path.join('.') || '(root)'}: ${i.message}`).join('; ') };
+    return {
+      ok: false,
+      tooLarge: false,
+      message: parsed.error.issues.map((i) => `${i.path.join('.') || '(root)'}: ${i.message}`).join('; '),
+    };
   }
-  return { ok: true, args: parsed.data as Record<string, unknown> };
+  return { ok: true, args: parsed.data };
 }

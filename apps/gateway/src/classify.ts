@@ -13,11 +13,17 @@
  * over MAX_ARGUMENTS_BYTES (`-32602`), arguments the tool's schema refuses (an `isError` tool
  * result, SEP-1303), a task-only tool without the extension (`-32021`, T-04), a tool that
  * asks questions without the capability it needs (`-32021`, B-07; on the 2025 lane an `isError`
- * result, the SDK's legacy transport cannot ask).
+ * result: there a client can answer only on its held call, with a session whose `initialize`
+ * declared elicitation, legacy-ask.ts).
  */
-import { classifyInboundRequest, UnsupportedProtocolVersionError, type InboundLadderRejection } from '@modelcontextprotocol/server';
-import type { ToolDefinition, ToolRegistry } from '@mcp-tasks/tools';
-import { TASKS_EXTENSION } from './errors.js';
+import {
+  classifyInboundRequest,
+  UnsupportedProtocolVersionError,
+  type InboundLadderRejection,
+} from '@modelcontextprotocol/server';
+import type { ToolDefinition } from '@mcp-tasks/tools';
+import type { ToolRegistry } from '@mcp-tasks/tools/internal';
+import { declaresTasksExtension } from './tasks-extension.js';
 import { parseArguments } from './arguments.js';
 import { checkParamHeaders, checkStandardHeaders } from './headers.js';
 import { ladderAccepted, ladderShapeKey, rememberLadderAccepted, type LadderHeaders } from './verdicts.js';
@@ -37,7 +43,7 @@ export type McpBody = {
     arguments?: unknown;
     notifications?: { taskIds?: unknown };
     inputResponses?: unknown;
-    _meta?: Record<string, any>;
+    _meta?: Record<string, unknown>;
   };
 };
 
@@ -45,7 +51,7 @@ export interface Classification {
   era: Era;
   method: string | undefined;
   id: unknown;
-  /** `_meta` clientCapabilities of this request (`{}` when absent). */
+  /** `_meta` clientCapabilities of this request (`{}` when absent); a 2025 request: its session's (ClassifyOptions.legacyCaps). */
   caps: Record<string, unknown>;
   /** Declares `io.modelcontextprotocol/tasks` on this request (T-01); false on the 2025 lane (T-07). */
   declaresTasks: boolean;
@@ -76,15 +82,21 @@ export interface Classification {
   continues: boolean;
 }
 
-const isObject = (v: unknown): v is Record<string, any> => typeof v === 'object' && v !== null && !Array.isArray(v);
+const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
 
-/** A body without the 2026 per-request envelope is served on the 2025 lane (sdk-notes §1.4). */
+/**
+ * A body without the 2026 per-request envelope is served on the 2025 lane (the SDK's handler
+ * serves both eras on one route).
+ */
 export function eraOf(body: McpBody): Era {
   return typeof body.params?._meta?.['io.modelcontextprotocol/protocolVersion'] === 'string' ? 'modern' : 'legacy';
 }
 
 /** Capabilities in `required` (top-level keys) that `caps` lacks; undefined when none. */
-export function missingCaps(required: Record<string, unknown> | undefined, caps: Record<string, unknown>): Record<string, unknown> | undefined {
+export function missingCaps(
+  required: Record<string, unknown> | undefined,
+  caps: Record<string, unknown>,
+): Record<string, unknown> | undefined {
   if (!required) return undefined;
   const missing = Object.fromEntries(Object.entries(required).filter(([k]) => caps[k] === undefined));
   return Object.keys(missing).length ? missing : undefined;
@@ -105,15 +117,21 @@ export interface ClassifyOptions {
   maxArgumentsBytes?: number;
   /** Size of the whole body in bytes, when known: arguments cannot be larger. */
   bodyBytes?: number;
+  /**
+   * The capabilities a 2025-era request counts with: what its session's client declared at
+   * `initialize` and can use on a held call (legacy-ask.ts `legacyCallCapabilities`); none
+   * without a session.
+   */
+  legacyCaps?: Record<string, unknown>;
 }
 
 /** Classifies a parsed JSON body (any JSON value: non-objects classify as an unknown method). */
 export function classify(body: unknown, registry: ToolRegistry, o: ClassifyOptions = {}): Classification {
-  const b: McpBody = isObject(body) ? (body as McpBody) : {};
+  const b: McpBody = isObject(body) ? body : {};
   const era = eraOf(b);
   const rawCaps = b.params?._meta?.['io.modelcontextprotocol/clientCapabilities'];
-  const caps: Record<string, unknown> = era === 'modern' && isObject(rawCaps) ? rawCaps : {};
-  const declaresTasks = era === 'modern' && isObject(caps.extensions) && caps.extensions[TASKS_EXTENSION] !== undefined;
+  const caps: Record<string, unknown> = era === 'modern' ? (isObject(rawCaps) ? rawCaps : {}) : (o.legacyCaps ?? {});
+  const declaresTasks = declaresTasksExtension(era, caps);
   const c: Classification = {
     era,
     method: typeof b.method === 'string' ? b.method : undefined,
@@ -125,7 +143,12 @@ export function classify(body: unknown, registry: ToolRegistry, o: ClassifyOptio
   };
   if (o.http) {
     const h = o.http.headers;
-    const headers = { httpMethod: o.http.method, protocolVersion: first(h['mcp-protocol-version']), method: first(h['mcp-method']), name: first(h['mcp-name']) };
+    const headers = {
+      httpMethod: o.http.method,
+      protocolVersion: first(h['mcp-protocol-version']),
+      method: first(h['mcp-method']),
+      name: first(h['mcp-name']),
+    };
     // A shape that passed the ladder before passes again (verdicts.ts); the Mcp-Param-* headers
     // depend on the arguments and are checked every time.
     const shape = ladderShapeKey(headers, body);
@@ -166,7 +189,10 @@ export function classify(body: unknown, registry: ToolRegistry, o: ClassifyOptio
  * SDK's era classification, the supported version, the standard headers. `modernRequest`: the
  * ladder goes on to the `Mcp-Param-*` headers.
  */
-function ladderVerdict(headers: LadderHeaders, body: unknown): { rejected?: InboundLadderRejection; modernRequest: boolean } {
+function ladderVerdict(
+  headers: LadderHeaders,
+  body: unknown,
+): { rejected?: InboundLadderRejection; modernRequest: boolean } {
   const outcome = classifyInboundRequest({
     httpMethod: headers.httpMethod,
     protocolVersionHeader: headers.protocolVersion,
@@ -179,14 +205,35 @@ function ladderVerdict(headers: LadderHeaders, body: unknown): { rejected?: Inbo
   const claimed = outcome.classification.revision;
   if (claimed === undefined || !MODERN_VERSIONS.includes(claimed)) {
     const e = new UnsupportedProtocolVersionError({ supported: [...MODERN_VERSIONS], requested: claimed ?? 'unknown' });
-    return { rejected: { kind: 'reject', rung: 'envelope', cell: 'unsupported-version', httpStatus: 400, code: e.code, message: e.message, data: e.data, settled: true }, modernRequest: true };
+    return {
+      rejected: {
+        kind: 'reject',
+        rung: 'envelope',
+        cell: 'unsupported-version',
+        httpStatus: 400,
+        code: e.code,
+        message: e.message,
+        data: e.data,
+        settled: true,
+      },
+      modernRequest: true,
+    };
   }
-  const rejected = checkStandardHeaders({ protocolVersion: headers.protocolVersion, method: headers.method, name: headers.name }, outcome.message.method, outcome.message.params, claimed);
+  const rejected = checkStandardHeaders(
+    { protocolVersion: headers.protocolVersion, method: headers.method, name: headers.name },
+    outcome.message.method,
+    outcome.message.params,
+    claimed,
+  );
   return rejected ? { rejected, modernRequest: true } : { modernRequest: true };
 }
 
 /** A `tools/call` of a tool with `x-mcp-header` arguments: its `Mcp-Param-*` headers (H-15, H-17). */
-function paramHeadersVerdict(registry: ToolRegistry, b: McpBody, h: HttpSide['headers']): InboundLadderRejection | undefined {
+function paramHeadersVerdict(
+  registry: ToolRegistry,
+  b: McpBody,
+  h: HttpSide['headers'],
+): InboundLadderRejection | undefined {
   const declarations = registry.headerDeclarations(String(b.params?.name ?? ''));
   return declarations.length ? checkParamHeaders(declarations, b.params?.arguments, h) : undefined;
 }

@@ -18,7 +18,11 @@ export function clientErrorHandler(bodyReadTimeoutMs: number) {
     let body: ReturnType<typeof jsonRpcErrorBody>;
     if (err.code === 'ERR_HTTP_REQUEST_TIMEOUT') {
       status = 408;
-      body = jsonRpcErrorBody(null, ErrorCode.InvalidRequest, `Request Timeout: the request's headers and body must arrive within ${bodyReadTimeoutMs} ms`);
+      body = jsonRpcErrorBody(
+        null,
+        ErrorCode.InvalidRequest,
+        `Request Timeout: the request's headers and body must arrive within ${bodyReadTimeoutMs} ms`,
+      );
     } else if (err.code === 'HPE_HEADER_OVERFLOW') {
       status = 431;
       body = jsonRpcErrorBody(null, ErrorCode.InvalidRequest, 'Request Header Fields Too Large');
@@ -32,7 +36,9 @@ export function clientErrorHandler(bodyReadTimeoutMs: number) {
       return;
     }
     // end() flushes the answer before closing; a peer that never closes its side is cut 1 s later.
-    socket.end(`HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\nContent-Length: ${Buffer.byteLength(text)}\r\nContent-Type: application/json\r\nConnection: close\r\n\r\n${text}`);
+    socket.end(
+      `HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\nContent-Length: ${Buffer.byteLength(text)}\r\nContent-Type: application/json\r\nConnection: close\r\n\r\n${text}`,
+    );
     setTimeout(() => socket.destroy(), 1000).unref();
   };
 }

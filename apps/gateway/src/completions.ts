@@ -28,6 +28,8 @@ export function registerCompletions(server: Server, gw: Gateway): void {
       complete = template.complete?.[argument.name];
     }
     const values = complete ? [...(await complete(argument.value, context))] : [];
-    return { completion: { values: values.slice(0, MAX_VALUES), total: values.length, hasMore: values.length > MAX_VALUES } };
+    return {
+      completion: { values: values.slice(0, MAX_VALUES), total: values.length, hasMore: values.length > MAX_VALUES },
+    };
   });
 }

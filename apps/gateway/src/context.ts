@@ -7,17 +7,20 @@
  *                                                  └─────► Call (per SDK handler invocation)
  */
 import type { ServerContext } from '@modelcontextprotocol/server';
-import type { Config } from '@mcp-tasks/config';
+import { SERVICE_NAME, serviceVersion, type Config } from '@mcp-tasks/config';
 import type { Span, Tracer } from '@opentelemetry/api';
 import type { GatewayMetrics, Logger } from '@mcp-tasks/observability';
-import type { TaskStore } from '@mcp-tasks/task-store';
+import type { TaskRecord, TaskStore } from '@mcp-tasks/task-store';
 import type { JobQueues, TaskEvents, WorkerPresence } from '@mcp-tasks/jobs';
-import type { PromptRegistry, ResourceRegistry, ToolRegistry } from '@mcp-tasks/tools';
+import type { PromptRegistry, ResourceRegistry, ToolRegistry } from '@mcp-tasks/tools/internal';
 import type { Classification, Era } from './classify.js';
 import type { Continuation, StateCodec } from './mrtr.js';
 import type { WorkerToolsCheck } from './worker-tools.js';
+import type { Idempotency } from './idempotency.js';
+import type { Session, SessionStore } from './sessions.js';
 
-export const SERVER_INFO = { name: 'mcp-task-service', version: '0.1.0' };
+/** MCP `serverInfo`: the service's name and the `version` of the repository's package.json. */
+export const SERVER_INFO = { name: SERVICE_NAME, version: serviceVersion() };
 
 /** Process-wide singletons every module may use (built once per process). */
 export interface GatewayDeps {
@@ -31,9 +34,9 @@ export interface GatewayDeps {
   prompts: PromptRegistry;
   /** Resources and resource templates of the enabled tool sets (served by the gateway). */
   resources: ResourceRegistry;
-  /** Prometheus metrics (issue 9 §3); absent in in-process uses. */
+  /** Prometheus metrics; absent in in-process uses. */
   metrics?: GatewayMetrics;
-  /** Live workers, counted in the background (issue 9 §5, workers.ts). */
+  /** Live workers, counted in the background (workers.ts). */
   presence?: WorkerPresence;
   /** Set only when tracing is on (N-14). */
   tracer?: Tracer;
@@ -45,6 +48,8 @@ export interface GatewayDeps {
 export interface Gateway extends GatewayDeps {
   /** Signs and verifies MRTR `requestState` (M-05, M-06). */
   codec: StateCodec<Continuation>;
+  /** 2025-era sessions in Redis (D15, sessions.ts). */
+  sessions: SessionStore;
   /** Aborted when the process shuts down: synchronous calls hand off at once (D1). */
   shutdown: AbortSignal;
 }
@@ -69,9 +74,41 @@ export interface Exchange {
    * A slot among the principal's outstanding tasks, reserved by the route for the task this
    * request will create (MAX_OUTSTANDING_TASKS); released when the request ends without using it.
    */
-  reservation?: { taskId: string; priority: number; used: boolean };
+  reservation?: { taskId: string; priority: number; used: boolean; at?: number; created?: TaskRecord };
+  /**
+   * The request's `Idempotency-Key` when it starts work (idempotency.ts): with `replay`, the task
+   * an earlier call with the key created, answered instead of a new one; without, the key is
+   * claimed for `reservation.taskId` (created at `reservation.at`, the claim's time, so the key
+   * and the record expire together).
+   */
+  idempotency?: Idempotency;
   /** The exchange's span when tracing is on (tracing.ts): a created task keeps its context (N-14). */
   span?: Span;
+  /** The 2025-era session the request named (`Mcp-Session-Id`), resolved for its principal. */
+  session?: Session;
+  /** An `initialize` whose client gets 2025-11-25 tasks: its result declares `capabilities.tasks` (legacy-tasks.ts). */
+  offersLegacyTasks?: boolean;
+  /** Ends the response now, without another byte (a held 2025 call its client cancelled). */
+  endStream?: () => void;
+}
+
+/** A JSON-RPC request this server sends a 2025-era client (`elicitation/create`). */
+export interface ServerRequestMessage {
+  jsonrpc: '2.0';
+  id: number;
+  method: string;
+  params?: unknown;
+}
+
+/** What a call of a 2025-era client with a session may do besides answering (legacy-ask.ts). */
+export interface LegacyChannel {
+  session: Session;
+  /** This call's JSON-RPC id (what the client's `notifications/cancelled` names). */
+  requestId: string | number;
+  /** Sends a request to the client on this call's SSE stream, before the call's response (LG-04). */
+  push(message: ServerRequestMessage): Promise<void>;
+  /** Ends this call's stream without a response (the client cancelled the call). */
+  endStream(): void;
 }
 
 /** One MCP handler invocation: the SDK context plus the exchange's values. */
@@ -85,6 +122,8 @@ export interface Call {
   exchange: Exchange;
   /** The SDK's handler context: abort signal, notify, requestState, inputResponses. */
   ctx: ServerContext;
+  /** A 2025-era call whose client has a session (absent otherwise). */
+  legacy?: LegacyChannel;
 }
 
 /** The exchange the route attached to this request (a bare anonymous one in in-process tests). */

@@ -8,22 +8,30 @@ import { ProtocolError } from '@modelcontextprotocol/server';
 import type { TaskRecord } from '@mcp-tasks/task-store';
 import { structuredResult, type ToolDefinition } from '@mcp-tasks/tools';
 import type { Call, Gateway } from './context.js';
-import { ErrorCode, storeUnavailable } from './errors.js';
+import { ErrorCode, handOffUnavailable, storeUnavailable } from './errors.js';
 import { TASK_STATUS_TOOL } from './task-status.js';
 
 /**
  * Detaches the call's task (`detachSync`: mode `sync` → `task`, holders dropped) and builds the
  * hand-off result.
  * @returns the result, or undefined when the task ended meanwhile (answer it normally).
- * @throws `-32603` when Redis is unreachable or the record expired.
+ * @throws `-32603` when Redis is unreachable (at shutdown: `handOffUnavailable`) or the record expired.
  */
-export async function handOff(gw: Gateway, call: Call, rec: TaskRecord, tool: ToolDefinition, budgetMs: number, why: 'budget' | 'shutdown') {
+export async function handOff(
+  gw: Gateway,
+  call: Call,
+  rec: TaskRecord,
+  tool: ToolDefinition,
+  budgetMs: number,
+  why: 'budget' | 'shutdown',
+) {
   const d = await gw.store.detachSync(rec.taskId).catch(() => {
-    throw storeUnavailable();
+    throw why === 'shutdown' ? handOffUnavailable() : storeUnavailable();
   });
   if (d.code === 'terminal') return undefined;
   // `not_sync`: another request holding the same call (a retry sent twice) handed it off.
-  if (d.code === 'gone') throw new ProtocolError(ErrorCode.InternalError, 'The task record expired before the tool finished');
+  if (d.code === 'gone')
+    throw new ProtocolError(ErrorCode.InternalError, 'The task record expired before the tool finished');
   // D4: if this result never reaches the client, nobody knows the id: cancel then (not when
   // another request handed it off: that one carries the id).
   if (d.code === 'ok') call.exchange.createdTaskId = rec.taskId;

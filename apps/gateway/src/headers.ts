@@ -18,6 +18,7 @@
  */
 import type { InboundLadderRejection } from '@modelcontextprotocol/server';
 import { ErrorCode } from './errors.js';
+import { MCP_PARAM_HEADER_PREFIX } from '@mcp-tasks/tools/internal';
 
 /** Body field each method's `Mcp-Name` mirrors (SEP-2243 table, T-42). */
 const MCP_NAME_SOURCE: Record<string, string> = {
@@ -77,7 +78,12 @@ export interface StandardHeaders {
  * @param claimedVersion the body's `_meta` protocol version.
  * @returns the rejection, or undefined when the headers agree with the body.
  */
-export function checkStandardHeaders(h: StandardHeaders, method: string, params: unknown, claimedVersion: string | undefined): InboundLadderRejection | undefined {
+export function checkStandardHeaders(
+  h: StandardHeaders,
+  method: string,
+  params: unknown,
+  claimedVersion: string | undefined,
+): InboundLadderRejection | undefined {
   if (h.protocolVersion === undefined) {
     return headerMismatch(
       'version-header-missing',
@@ -87,20 +93,41 @@ export function checkStandardHeaders(h: StandardHeaders, method: string, params:
         : `the body envelope names protocol version ${claimedVersion} but the required MCP-Protocol-Version header is absent`,
     );
   }
-  if (h.method === undefined) return headerMismatch('method-header-missing', '(missing)', `the body names method ${method} but the required Mcp-Method header is absent`);
+  if (h.method === undefined)
+    return headerMismatch(
+      'method-header-missing',
+      '(missing)',
+      `the body names method ${method} but the required Mcp-Method header is absent`,
+    );
   const field = Object.hasOwn(MCP_NAME_SOURCE, method) ? MCP_NAME_SOURCE[method] : undefined;
   if (field === undefined) return undefined;
-  const raw = params !== null && typeof params === 'object' && !Array.isArray(params) ? (params as Record<string, unknown>)[field] : undefined;
+  const raw =
+    params !== null && typeof params === 'object' && !Array.isArray(params)
+      ? (params as Record<string, unknown>)[field]
+      : undefined;
   const bodyValue = typeof raw === 'string' ? raw : undefined;
   if (h.name === undefined) {
     if (bodyValue === undefined) return undefined;
-    return headerMismatch('name-header-missing', '(missing)', `the body carries params.${field}="${bodyValue}" but the required Mcp-Name header is absent`);
+    return headerMismatch(
+      'name-header-missing',
+      '(missing)',
+      `the body carries params.${field}="${bodyValue}" but the required Mcp-Name header is absent`,
+    );
   }
   const header = stripOws(h.name);
   const decoded = decodeHeaderValue(header);
-  if (decoded === undefined) return headerMismatch('name-header-invalid-encoding', header, 'the Mcp-Name header carries an invalid Base64 sentinel value');
+  if (decoded === undefined)
+    return headerMismatch(
+      'name-header-invalid-encoding',
+      header,
+      'the Mcp-Name header carries an invalid Base64 sentinel value',
+    );
   if (bodyValue !== undefined && decoded !== bodyValue) {
-    return headerMismatch('name-header-mismatch', header, `the body carries params.${field}="${bodyValue}" but the Mcp-Name header names "${decoded}"`);
+    return headerMismatch(
+      'name-header-mismatch',
+      header,
+      `the body carries params.${field}="${bodyValue}" but the Mcp-Name header names "${decoded}"`,
+    );
   }
   return undefined;
 }
@@ -112,7 +139,6 @@ export interface ParamHeaderDeclaration {
   type: string | undefined;
 }
 
-const PARAM_HEADER_PREFIX = 'Mcp-Param-';
 const CANONICAL_DECIMAL = /^-?\d+(\.\d+)?$/;
 
 /** An argument as its header carries it (H-17): strings as is, numbers in decimal, booleans `true`/`false`. */
@@ -160,7 +186,7 @@ export function checkParamHeaders(
   headers: Record<string, string | string[] | undefined>,
 ): InboundLadderRejection | undefined {
   for (const decl of declarations) {
-    const headerKey = `${PARAM_HEADER_PREFIX}${decl.headerName}`;
+    const headerKey = `${MCP_PARAM_HEADER_PREFIX}${decl.headerName}`;
     const header = headerValue(headers, headerKey);
     const bodyRaw = valueAtPath(args, decl.path);
     if (bodyRaw === undefined || bodyRaw === null) continue;
@@ -168,13 +194,29 @@ export function checkParamHeaders(
     if (bodyString === undefined) continue;
     const where = decl.path.join('.');
     if (header === undefined) {
-      return paramMismatch('param-header-missing', headerKey, `the body carries ${where}=${JSON.stringify(bodyRaw)} but the ${headerKey} header is absent`);
+      return paramMismatch(
+        'param-header-missing',
+        headerKey,
+        `the body carries ${where}=${JSON.stringify(bodyRaw)} but the ${headerKey} header is absent`,
+      );
     }
     const decoded = decodeHeaderValue(header);
-    if (decoded === undefined) return paramMismatch('param-header-invalid-encoding', headerKey, `the ${headerKey} header carries an invalid Base64 sentinel value`);
-    const numeric = (decl.type === 'integer' || decl.type === 'number') && CANONICAL_DECIMAL.test(decoded) && typeof bodyRaw === 'number';
+    if (decoded === undefined)
+      return paramMismatch(
+        'param-header-invalid-encoding',
+        headerKey,
+        `the ${headerKey} header carries an invalid Base64 sentinel value`,
+      );
+    const numeric =
+      (decl.type === 'integer' || decl.type === 'number') &&
+      CANONICAL_DECIMAL.test(decoded) &&
+      typeof bodyRaw === 'number';
     if (!(numeric ? Number(decoded) === bodyRaw : decoded === bodyString)) {
-      return paramMismatch('param-header-mismatch', headerKey, `the ${headerKey} header decodes to ${JSON.stringify(decoded)} but the body carries ${where}=${JSON.stringify(bodyRaw)}`);
+      return paramMismatch(
+        'param-header-mismatch',
+        headerKey,
+        `the ${headerKey} header decodes to ${JSON.stringify(decoded)} but the body carries ${where}=${JSON.stringify(bodyRaw)}`,
+      );
     }
   }
   return undefined;

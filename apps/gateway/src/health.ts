@@ -7,10 +7,10 @@
  *    The body says how many workers are alive (`workers`). With none, the gateway stays ready
  *    (it still serves tasks/get, tasks/cancel, server/discover and gateway tools, and tasks
  *    it creates wait for a worker, saying so in their statusMessage) and the body carries
- *    `degraded: "no worker is running"`: alert on `mcp_workers_alive == 0`, not on readiness
- *    (issue 9 §5).
+ *    `degraded: "no worker is running"`: alert on `mcp_workers_alive == 0`, not on readiness.
  */
 import type { FastifyInstance } from 'fastify';
+import { RETRY_AFTER_S } from '@mcp-tasks/errors';
 import type { RedisClient } from '@mcp-tasks/jobs';
 import { pingAll, type EvictionGuard, type RedisHealth } from '@mcp-tasks/jobs';
 
@@ -25,14 +25,17 @@ export interface HealthOptions {
   workersAlive?: () => Promise<number | undefined>;
 }
 
-export function registerHealth(app: FastifyInstance, { redis, redisHealth, draining, eviction, workersAlive }: HealthOptions): void {
+export function registerHealth(
+  app: FastifyInstance,
+  { redis, redisHealth, draining, eviction, workersAlive }: HealthOptions,
+): void {
   app.get('/healthz', async () => ({ status: 'ok' }));
   app.get('/readyz', async (_req, reply) => {
     try {
       if (draining()) throw new Error('draining');
       if (!redisHealth.ok) throw new Error(`redis ${redis.status === 'ready' ? 'not answering' : redis.status}`);
       // every master of a Cluster (case N-10); Redis' own error text ("Connection is closed." …)
-      // stays in the logs (issue 9 §6).
+      // stays in the logs.
       await pingAll(redis).catch(() => {
         throw new Error('redis not answering');
       });
@@ -45,7 +48,10 @@ export function registerHealth(app: FastifyInstance, { redis, redisHealth, drain
         ...(workers === 0 ? { degraded: 'no worker is running: tasks wait until one starts' } : {}),
       };
     } catch (e) {
-      return reply.code(503).header('retry-after', '5').send({ status: 'unavailable', reason: (e as Error).message });
+      return reply
+        .code(503)
+        .header('retry-after', String(RETRY_AFTER_S))
+        .send({ status: 'unavailable', reason: (e as Error).message });
     }
   });
 }

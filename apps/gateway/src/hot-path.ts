@@ -1,7 +1,7 @@
 /**
  * The hot path (design D8, D12): the requests a task service answers most — the polls
  * (`tasks/get`, every `pollIntervalMs` for every task a client holds), `tasks/update`,
- * `tasks/cancel`, and a `tools/call` that becomes a task (issue 8 §3) — answered without
+ * `tasks/cancel`, and a `tools/call` that becomes a task — answered without
  * building the SDK's per-request server, with the same functions as the SDK path
  * (tasks-methods.ts, task-create.ts) and byte for byte the same responses
  * (test/e2e/hot-path-equivalence.test.ts sends one corpus through both). HOT_PATH=false turns
@@ -18,11 +18,13 @@
  *  - `tasks/*`: a string `taskId` and nothing but `_meta` (and, for `tasks/update`,
  *    `inputResponses`) beside it;
  *  - `tools/call`: `name`, `arguments` (an object, or absent) and `_meta`, of a call on the
- *    `task` lane whose tool has no pre-task questions (no `requestState`, no `inputResponses`).
+ *    `task` lane whose tool has no pre-task questions (no `requestState`, no `inputResponses`);
+ *    with an `Idempotency-Key` naming an earlier task, `startTask` returns that task and the
+ *    answer is its handle, as on the SDK path (idempotency.ts).
  *
  * Wire format (the SDK's): a result is `{"result":{…,"resultType":…,"_meta":{"io.
- * modelcontextprotocol/serverInfo":…}},"jsonrpc":"2.0","id":…}` (a task handle starts with
- * `"content":[]`, as the SDK's CallToolResult parse adds it), HTTP 200; an error is
+ * modelcontextprotocol/serverInfo":…}},"jsonrpc":"2.0","id":…}` (a task handle without the
+ * `content` the SDK would add: task-handle.ts), HTTP 200; an error is
  * `{"jsonrpc":"2.0","id":…,"error":{…}}`, HTTP 200, but 400 for `-32021` (T-05).
  */
 import type { FastifyReply } from 'fastify';
@@ -31,6 +33,7 @@ import { toCreateTaskResult } from '@mcp-tasks/task-store';
 import type { Classification, McpBody } from './classify.js';
 import { SERVER_INFO, type Exchange, type Gateway } from './context.js';
 import { clientErrorOf, ErrorCode, isStoreError } from './errors.js';
+import { STORE_RETRY_AFTER_S } from './store-unavailable-reply.js';
 import { partitionInputResponses } from './answers.js';
 import { cancelTask, gateTasks, getTask, updateTask } from './tasks-methods.js';
 import { startTask } from './task-create.js';
@@ -43,7 +46,11 @@ const PARAM_KEYS: Record<string, Set<string>> = {
   'tasks/update': new Set(['taskId', '_meta', 'inputResponses']),
   'tools/call': new Set(['name', 'arguments', '_meta']),
 };
-const ENVELOPE_KEYS = new Set(['io.modelcontextprotocol/protocolVersion', 'io.modelcontextprotocol/clientCapabilities', 'io.modelcontextprotocol/clientInfo']);
+const ENVELOPE_KEYS = new Set([
+  'io.modelcontextprotocol/protocolVersion',
+  'io.modelcontextprotocol/clientCapabilities',
+  'io.modelcontextprotocol/clientInfo',
+]);
 const SERVER_META = { 'io.modelcontextprotocol/serverInfo': SERVER_INFO };
 
 const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
@@ -62,7 +69,8 @@ export function servesHot(c: Classification, body: McpBody): boolean {
   if (c.method === 'tools/call') {
     // The task lane (T-11), nothing to ask before the task (T-16) and nothing to continue.
     if (c.lane !== 'task' || c.continues || !c.tool || c.tool.preTask || !c.args) return false;
-    if (typeof params.name !== 'string' || !(params.arguments === undefined || isObject(params.arguments))) return false;
+    if (typeof params.name !== 'string' || !(params.arguments === undefined || isObject(params.arguments)))
+      return false;
   } else if (typeof params.taskId !== 'string') return false;
   return wellFormedEnvelope(params._meta);
 }
@@ -74,7 +82,9 @@ function wellFormedEnvelope(meta: unknown): boolean {
     if (k.startsWith('io.modelcontextprotocol/') && !ENVELOPE_KEYS.has(k)) return false;
   }
   // The spec's schemas, once per `_meta` shape (verdicts.ts).
-  return envelopeVerdict(meta, (m) => specEnvelopeCheck(m['io.modelcontextprotocol/clientCapabilities'], m['io.modelcontextprotocol/clientInfo']));
+  return envelopeVerdict(meta, (m) =>
+    specEnvelopeCheck(m['io.modelcontextprotocol/clientCapabilities'], m['io.modelcontextprotocol/clientInfo']),
+  );
 }
 
 /**
@@ -83,7 +93,13 @@ function wellFormedEnvelope(meta: unknown): boolean {
  * if the client is gone before the handle reached it).
  * @throws nothing the client sees: an unexpected failure is answered `-32603` like the SDK's.
  */
-export async function serveHot(gw: Gateway, c: Classification, body: McpBody, exchange: Exchange, reply: FastifyReply): Promise<void> {
+export async function serveHot(
+  gw: Gateway,
+  c: Classification,
+  body: McpBody,
+  exchange: Exchange,
+  reply: FastifyReply,
+): Promise<void> {
   const id = c.id as string | number;
   const params = body.params as Record<string, unknown>;
   const { principal } = exchange;
@@ -93,8 +109,9 @@ export async function serveHot(gw: Gateway, c: Classification, body: McpBody, ex
     if (c.method === 'tools/call') {
       const rec = await startTask(gw, { principal, caps: c.caps, exchange }, c.tool!, c.args, 'task');
       exchange.createdTaskId = rec.taskId;
-      // The SDK parses a tools/call result as a CallToolResult, whose `content` defaults to [].
-      result = { content: [], ...toCreateTaskResult(rec) };
+      // The handle as the extension's schema has it, no `content` (task-handle.ts; the SDK path
+      // removes the `content: []` the SDK adds).
+      result = toCreateTaskResult(rec);
     } else {
       gateTasks('modern', c.declaresTasks, c.method!);
       const taskId = params.taskId;
@@ -102,16 +119,22 @@ export async function serveHot(gw: Gateway, c: Classification, body: McpBody, ex
       else if (c.method === 'tasks/cancel') result = await cancelTask(gw, principal, taskId);
       else {
         const raw = params.inputResponses;
-        result = await updateTask(gw, principal, taskId, raw, raw === undefined ? [] : partitionInputResponses(raw).droppedKeys);
+        result = await updateTask(
+          gw,
+          principal,
+          taskId,
+          raw,
+          raw === undefined ? [] : partitionInputResponses(raw).droppedKeys,
+        );
       }
     }
   } catch (e) {
-    // Never Redis' own text in a response (issue 9 §6): a Redis failure is "Task store
+    // Never Redis' own text in a response: a Redis failure is "Task store
     // unavailable" with 503 + Retry-After, like the route's answer while Redis is known away.
     const err = clientErrorOf(e, gw.log, c.method ?? 'unknown', newErrorId);
     const error = { code: err.code, message: err.message, ...(err.data !== undefined ? { data: err.data } : {}) };
     if (isStoreError(e)) {
-      reply.header('retry-after', '5');
+      reply.header('retry-after', String(STORE_RETRY_AFTER_S));
       send(reply, 503, { jsonrpc: '2.0', id, error });
       return;
     }
@@ -132,11 +155,15 @@ export async function serveHot(gw: Gateway, c: Classification, body: McpBody, ex
  * serializers) has nothing to add.
  */
 function send(reply: FastifyReply, status: number, message: unknown): void {
-  const body = Buffer.from(JSON.stringify(message));
+  const body = JSON.stringify(message);
   const headers: Record<string, string | number | string[]> = {};
-  for (const [name, value] of Object.entries(reply.getHeaders())) if (value !== undefined) headers[name] = value;
+  const set = reply.getHeaders();
+  for (const name in set) {
+    const value = set[name];
+    if (value !== undefined) headers[name] = value;
+  }
   headers['content-type'] = 'application/json';
-  headers['content-length'] = body.length;
+  headers['content-length'] = Buffer.byteLength(body);
   reply.hijack();
   reply.raw.writeHead(status, headers);
   reply.raw.end(body);

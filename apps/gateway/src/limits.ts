@@ -14,12 +14,17 @@
  *    synchronous call (RATE_LIMIT_TASK_CREATIONS_PER_MIN, default 120/min), counted in Redis; such
  *    a call counts against this rate instead of the request rate (one counter per creation). A
  *    retry that carries a `requestState` continues earlier work and counts as a request.
+ *  - failed authentications: every 401 counted against the client address (`req.ip`, the
+ *    real client behind a trusted proxy, TRUST_PROXY), RATE_LIMIT_AUTH_FAILURES_PER_MIN (default
+ *    60/min), counted in Redis; past it a failure is answered 429 instead of 401. An
+ *    unauthenticated `server/discover` counts against the request rate of its client address.
  * A refusal is HTTP 429 with `Retry-After` (seconds) and a JSON-RPC error body carrying the
  * request's id: code `-31429` (an application code, outside the range JSON-RPC and MCP reserve),
  * `data: { limit, max, retryAfterS }`. Nothing else is written for a refused request.
  *
- * Keys (requests and creations): `<prefix>:rl:…<kind>:<SHA-256 of the principal>` (one counter per
- * principal and window, with the window's PEXPIRE). When Redis does not answer, requests are let through (`skipOnError`): the
+ * Keys (requests, creations, failed authentications): `<prefix>:rl:<kind>:<SHA-256>` with kind
+ * `req`, `new`, `auth` (rate-limit-store.ts), one counter per principal (or client address) and window,
+ * with the window's PEXPIRE. When Redis does not answer, requests are let through (`skipOnError`): the
  * methods that need Redis answer 503 themselves.
  */
 import rateLimit from '@fastify/rate-limit';
@@ -27,10 +32,16 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { RedisClient } from '@mcp-tasks/jobs';
 import type { Config } from '@mcp-tasks/config';
 import { principalTag } from '@mcp-tasks/task-store';
+import { redisStoreWithoutRoute } from './rate-limit-store.js';
 import { ErrorCode, jsonRpcErrorBody } from './errors.js';
 
 /** Which limit refused a request (`error.data.limit`). */
-export type LimitName = 'requests_per_minute' | 'task_creations_per_minute' | 'outstanding_tasks' | 'listen_streams';
+export type LimitName =
+  | 'requests_per_minute'
+  | 'task_creations_per_minute'
+  | 'outstanding_tasks'
+  | 'listen_streams'
+  | 'auth_failures_per_minute';
 
 /** A refused request: what to tell the client. */
 export interface LimitRefusal {
@@ -41,13 +52,14 @@ export interface LimitRefusal {
 
 export interface Limits {
   /** Counts a request of `principal` (in Redis); a refusal when over the per-minute limit. */
-  request(req: FastifyRequest, principal: string): Promise<LimitRefusal | undefined>;
+  request: (req: FastifyRequest, principal: string) => Promise<LimitRefusal | undefined>;
   /** Counts a `tasks/get` of `principal` in this process against the request limit; a refusal when over it. */
-  poll(req: FastifyRequest, principal: string): Promise<LimitRefusal | undefined>;
+  poll: (req: FastifyRequest, principal: string) => Promise<LimitRefusal | undefined>;
   /** Counts a task creation of `principal`; a refusal when over the per-minute limit. */
-  creation(req: FastifyRequest, principal: string): Promise<LimitRefusal | undefined>;
+  creation: (req: FastifyRequest, principal: string) => Promise<LimitRefusal | undefined>;
+  /** Counts a failed authentication from `clientAddress` (in Redis); a refusal when over the per-minute limit. */
+  authFailure: (req: FastifyRequest, clientAddress: string) => Promise<LimitRefusal | undefined>;
 }
-
 
 const WINDOW_MS = 60_000;
 const LIMIT_KEY = Symbol('limitKey');
@@ -71,7 +83,10 @@ export async function registerLimits(app: FastifyInstance, redis: RedisClient, c
     });
     return made;
   };
-  const [requests, creations] = await limiters({ redis, nameSpace: `${config.keyPrefix}:rl:` }, [config.limits.requestsPerMin, config.limits.taskCreationsPerMin]);
+  const [requests, creations, authFailures] = await limiters(
+    { store: redisStoreWithoutRoute(redis, `${config.keyPrefix}:rl:`) },
+    [config.limits.requestsPerMin, config.limits.taskCreationsPerMin, config.limits.authFailuresPerMin],
+  );
   const [polls] = await limiters({ cache: LOCAL_PRINCIPALS }, [config.limits.requestsPerMin]);
   const check = async (limiter: Limiter, key: string, limit: LimitName, max: number, req: FastifyRequest) => {
     (req as unknown as Record<symbol, string>)[LIMIT_KEY] = key;
@@ -81,10 +96,26 @@ export async function registerLimits(app: FastifyInstance, redis: RedisClient, c
     return { limit, max, retryAfterS: Math.max(1, r.ttlInSeconds) };
   };
   return {
-    request: (req, principal) => check(requests!, `req:${principalTag(principal)}`, 'requests_per_minute', config.limits.requestsPerMin, req),
+    request: (req, principal) =>
+      check(requests!, `req:${principalTag(principal)}`, 'requests_per_minute', config.limits.requestsPerMin, req),
     // In memory only: the principal itself is the key (nothing leaves the process).
     poll: (req, principal) => check(polls!, principal, 'requests_per_minute', config.limits.requestsPerMin, req),
-    creation: (req, principal) => check(creations!, `new:${principalTag(principal)}`, 'task_creations_per_minute', config.limits.taskCreationsPerMin, req),
+    creation: (req, principal) =>
+      check(
+        creations!,
+        `new:${principalTag(principal)}`,
+        'task_creations_per_minute',
+        config.limits.taskCreationsPerMin,
+        req,
+      ),
+    authFailure: (req, clientAddress) =>
+      check(
+        authFailures!,
+        `auth:${principalTag(`ip:${clientAddress}`)}`,
+        'auth_failures_per_minute',
+        config.limits.authFailuresPerMin,
+        req,
+      ),
   };
 }
 
@@ -93,6 +124,7 @@ const DESCRIBE: Record<LimitName, string> = {
   task_creations_per_minute: 'new tasks per minute',
   outstanding_tasks: 'unfinished tasks at a time',
   listen_streams: 'open task listen streams',
+  auth_failures_per_minute: 'failed authentications per minute',
 };
 
 /** Writes the 429 answer for a refusal (HTTP `Retry-After` + JSON-RPC error with the request id). */
@@ -101,10 +133,15 @@ export function sendRefusal(reply: FastifyReply, id: unknown, r: LimitRefusal): 
     .code(429)
     .header('retry-after', String(r.retryAfterS))
     .send(
-      jsonRpcErrorBody(id, ErrorCode.LimitExceeded, `Limit exceeded: at most ${r.max} ${DESCRIBE[r.limit]} per principal; retry after ${r.retryAfterS} s`, {
-        limit: r.limit,
-        max: r.max,
-        retryAfterS: r.retryAfterS,
-      }),
+      jsonRpcErrorBody(
+        id,
+        ErrorCode.LimitExceeded,
+        `Limit exceeded: at most ${r.max} ${DESCRIBE[r.limit]} per ${r.limit === 'auth_failures_per_minute' ? 'client address' : 'principal'}; retry after ${r.retryAfterS} s`,
+        {
+          limit: r.limit,
+          max: r.max,
+          retryAfterS: r.retryAfterS,
+        },
+      ),
     );
 }

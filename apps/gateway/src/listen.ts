@@ -30,7 +30,8 @@ import { SUBSCRIPTION_ID_META_KEY } from '@modelcontextprotocol/server';
 import { isTerminal, isWellFormedTaskId, toDetailedTask, type TaskRecord } from '@mcp-tasks/task-store';
 import type { Classification, McpBody } from './classify.js';
 import { randomUUID } from 'node:crypto';
-import { echoableId, ErrorCode, jsonRpcErrorBody } from './errors.js';
+import { ErrorCode, jsonRpcErrorBody } from './errors.js';
+import { replyStoreUnavailable } from './store-unavailable-reply.js';
 import { sendRefusal } from './limits.js';
 import { SERVER_INFO, type GatewayDeps } from './context.js';
 import { SSE_HEADERS } from './sse.js';
@@ -41,7 +42,6 @@ export const MAX_TASK_IDS = 100;
 export const MAX_SUBSCRIPTIONS = 1024;
 /** Backstop re-read of every subscribed, non-terminal task (ms, D5). */
 const RECHECK_MS = 5000;
-
 
 export interface TaskListen {
   /** Serves one listen request (the route has checked T-49 and the era). */
@@ -55,15 +55,29 @@ export function createTaskListen(deps: Pick<GatewayDeps, 'config' | 'log' | 'sto
   const { config, log, store, events } = deps;
   const open = new Set<(graceful: boolean) => void>();
 
-  async function serve(_req: FastifyRequest, reply: FastifyReply, body: McpBody, principal: string, _c: Classification): Promise<void> {
+  async function serve(
+    _req: FastifyRequest,
+    reply: FastifyReply,
+    body: McpBody,
+    principal: string,
+    _c: Classification,
+  ): Promise<void> {
     // The route has answered the ladder's rejections (H-11, H-12, H-15) before getting here.
     if (!(typeof body.id === 'string' || typeof body.id === 'number')) {
-      return reply.code(400).send(jsonRpcErrorBody(null, ErrorCode.InvalidRequest, 'subscriptions/listen must be a request'));
+      return reply
+        .code(400)
+        .send(jsonRpcErrorBody(null, ErrorCode.InvalidRequest, 'subscriptions/listen must be a request'));
     }
     const subscriptionId = body.id;
     const requested = body.params?.notifications?.taskIds;
     if (!Array.isArray(requested) || requested.length > MAX_TASK_IDS || requested.some((t) => typeof t !== 'string')) {
-      return reply.send(jsonRpcErrorBody(subscriptionId, ErrorCode.InvalidParams, `Invalid params: notifications.taskIds must be an array of at most ${MAX_TASK_IDS} task ids`));
+      return reply.send(
+        jsonRpcErrorBody(
+          subscriptionId,
+          ErrorCode.InvalidParams,
+          `Invalid params: notifications.taskIds must be an array of at most ${MAX_TASK_IDS} task ids`,
+        ),
+      );
     }
     if (open.size >= MAX_SUBSCRIPTIONS) {
       log.warn({ open: open.size }, 'listen.refused_limit');
@@ -78,11 +92,15 @@ export function createTaskListen(deps: Pick<GatewayDeps, 'config' | 'log' | 'sto
     try {
       held = await store.acquireListenLease(principal, leaseId, max, leaseTtl);
     } catch {
-      return reply.code(503).header('retry-after', '5').send(jsonRpcErrorBody(subscriptionId, ErrorCode.InternalError, 'Task store unavailable; retry later'));
+      return replyStoreUnavailable(reply, subscriptionId);
     }
     if (held < 0) {
       log.info({ principal, max }, 'listen.refused_principal_limit');
-      return sendRefusal(reply, subscriptionId, { limit: 'listen_streams', max, retryAfterS: Math.ceil(leaseTtl / 1000) });
+      return sendRefusal(reply, subscriptionId, {
+        limit: 'listen_streams',
+        max,
+        retryAfterS: Math.ceil(leaseTtl / 1000),
+      });
     }
     const releaseLease = () => store.releaseListenLease(principal, leaseId).catch(() => undefined);
 
@@ -157,7 +175,7 @@ export function createTaskListen(deps: Pick<GatewayDeps, 'config' | 'log' | 'sto
       await Promise.allSettled(unlisten.map((u) => u()));
       void releaseLease();
       log.warn({ err: (e as Error).message }, 'listen.store_unavailable');
-      return reply.code(503).header('retry-after', '5').send(jsonRpcErrorBody(subscriptionId, ErrorCode.InternalError, 'Task store unavailable; retry later'));
+      return replyStoreUnavailable(reply, subscriptionId);
     }
     // Channels of ids that were not granted are dropped at once.
     const keep = new Set(granted);
@@ -212,7 +230,10 @@ export function createTaskListen(deps: Pick<GatewayDeps, 'config' | 'log' | 'sto
         writeMessage({
           jsonrpc: '2.0',
           id: subscriptionId,
-          result: { resultType: 'complete', _meta: { [SUBSCRIPTION_ID_META_KEY]: subscriptionId, 'io.modelcontextprotocol/serverInfo': SERVER_INFO } },
+          result: {
+            resultType: 'complete',
+            _meta: { [SUBSCRIPTION_ID_META_KEY]: subscriptionId, 'io.modelcontextprotocol/serverInfo': SERVER_INFO },
+          },
         });
       }
       closed = true;

@@ -3,25 +3,36 @@
  * Traces are exported when OpenTelemetry is configured (N-14). Stateless: every request may land on
  * any replica (D7); Redis and BullMQ clients are created once per process.
  *
- * Start: `--help` / `--version` are answered before anything else (issue 11 §3); then the
+ * Start: `--help` / `--version` are answered before anything else; then the
  * configuration, the tool modules (MCP_TOOL_MODULES), Redis; any failure is one line on stderr
  * and exit 1. The `gateway.ready` line names the Redis (credentials redacted), key prefix, tool
  * sets, modules and authentication modes.
  *
  * Signals: SIGTERM/SIGINT → drain for SHUTDOWN_DRAIN_DELAY_MS (/readyz fails, responses carry
  * `Connection: close`), stop accepting, let in-flight requests finish for SHUTDOWN_GRACE_MS,
- * then close what is left and exit.
+ * then hand off, close what is left and exit, within SHUTDOWN_MARGIN_MS more whatever Redis
+ * does (shutdown.ts).
  */
-import { authStartupWarnings, ConfigError, handleEntryArgs, loadConfig, startupSummary } from '@mcp-tasks/config';
-import { createGatewayMetrics, createLogger, startOpsServer, startTracing } from '@mcp-tasks/observability';
-import { TaskStore } from '@mcp-tasks/task-store';
-import { connectOrExplain, createRedis, evictionPolicy, JobQueues, queueDepthAll, RedisClock, TaskEvents, watchRedis, WorkerPresence, WebhookOutbox } from '@mcp-tasks/jobs';
-import { createPromptRegistry, createRegistry, createResourceRegistry, loadToolModules } from '@mcp-tasks/tools';
+import { authStartupWarnings, handleEntryArgs, loadConfigOrExit, startupSummary, type Config } from '@mcp-tasks/config';
+import {
+  createLogger,
+  startOpsServer,
+  startTracing,
+  type Logger,
+  type OpsServer,
+  type OpsServerOptions,
+} from '@mcp-tasks/observability';
+import {
+  createPromptRegistry,
+  createRegistry,
+  createResourceRegistry,
+  loadToolModules,
+} from '@mcp-tasks/tools/internal';
 import { taskStatusTool } from './task-status.js';
-import { buildApp } from './app.js';
-import { WORKERS_REFRESH_MS } from './workers.js';
+import { buildApp, type GatewayApp } from './app.js';
 import { startAdmin, type AdminServer } from './admin.js';
-import { WorkerToolsWatch } from './worker-tools.js';
+import { gatewayShutdown } from './shutdown.js';
+import { openServices, type GatewayServices } from './services.js';
 
 const HELP = `Usage: npm run gateway [-- --help | --version]
        node apps/gateway/dist/main.js [--help | --version]
@@ -38,97 +49,14 @@ tools. It stops gracefully on SIGTERM or Ctrl-C.
 handleEntryArgs(process.argv.slice(2), 'gateway', HELP);
 
 async function main() {
-  let config;
-  try {
-    config = loadConfig();
-  } catch (e) {
-    if (e instanceof ConfigError) {
-      console.error(`gateway: ${e.message}`);
-      process.exit(1);
-    }
-    throw e;
-  }
-  // Tools before Redis: a module that cannot load, or a name defined twice, stops the process
-  // with one line before it touches anything.
-  let registry, prompts, resources;
-  try {
-    const modules = await loadToolModules(config.toolModules);
-    registry = createRegistry(config.toolsets, [taskStatusTool], modules);
-    prompts = createPromptRegistry(config.toolsets, modules);
-    resources = createResourceRegistry(config.toolsets, modules);
-  } catch (e) {
-    console.error(`gateway: ${(e as Error).message}`);
-    process.exit(1);
-  }
+  const config = loadConfigOrExit('gateway', 'gateway');
+  const { registry, prompts, resources } = await loadToolsOrExit(config);
   const log = createLogger('gateway', config.logLevel);
   for (const w of authStartupWarnings(config)) log.warn({ event: w.event }, w.message);
   // Before anything else, so every span of this process goes through the provider.
   const tracing = startTracing('gateway', config.tracing, log);
-
-  const redis = createRedis(config.redis, 'request', 'mcp-gateway');
-  const sub = createRedis(config.redis, 'worker', 'mcp-gateway-sub');
-  // BullMQ's queues (tools, maintenance, webhooks) get a connection of their own: BullMQ defines
-  // its ~50 scripts on the client it is given, and ioredis copies every defined script onto each
-  // pipeline it builds, the automatic per-tick pipeline included. On the request connection that
-  // cost ~50 µs per batch of commands, the largest single cost of a poll (issue 8 §6 profile).
-  const queueRedis = createRedis(config.redis, 'queue', 'mcp-gateway-queue');
-  // For the same reason, task reads (every poll) go through a connection with no script at all.
-  const readRedis = createRedis(config.redis, 'request', 'mcp-gateway-read');
-  try {
-    await connectOrExplain(redis, config.redis);
-    await connectOrExplain(sub, config.redis);
-    await connectOrExplain(queueRedis, config.redis);
-    await connectOrExplain(readRedis, config.redis);
-  } catch (e) {
-    console.error(`gateway: ${(e as Error).message}`);
-    process.exit(1);
-  }
-  // Redis time for every timestamp and expiry (case N-11): a replica's own clock never counts.
-  const clock = new RedisClock(redis);
-  await clock.start();
-  const store = new TaskStore(redis, config.keyPrefix, clock, { progressStreamKeepMs: config.sync.progressStreamKeepMs, reader: readRedis });
-  const presence = new WorkerPresence(redis, config.keyPrefix);
-  // Assigned below; the queue's error handler and the gauges need it first.
-  let queues: JobQueues;
-  const metrics = createGatewayMetrics({ queueDepth: () => queueDepthAll(queues.toolShards), workersAlive: () => presence.count() });
-  redis.on('error', (err) => {
-    metrics.redisErrors.inc({ connection: 'request' });
-    log.warn({ err: err.message }, 'redis.error');
-  });
-  readRedis.on('error', (err) => {
-    metrics.redisErrors.inc({ connection: 'read' });
-    log.warn({ err: err.message }, 'redis.read_error');
-  });
-  sub.on('error', (err) => {
-    metrics.redisErrors.inc({ connection: 'subscriber' });
-    log.warn({ err: err.message }, 'redis.sub_error');
-  });
-  const policy = await evictionPolicy(redis);
-  if (policy && policy !== 'noeviction') log.error({ policy }, 'redis.eviction_policy_unsafe: set maxmemory-policy noeviction; /readyz answers 503 until then (case B-15)');
-
-  queues = new JobQueues(
-    queueRedis,
-    config.keyPrefix,
-    config.task.ttlMs,
-    (err) => {
-      metrics.redisErrors.inc({ connection: 'queue' });
-      log.warn({ err: err.message }, 'queue.error');
-    },
-    config.toolQueueShards,
-  );
-  await presence.watch(WORKERS_REFRESH_MS, (alive, before) => {
-    if (alive === 0) log.warn({ workers: 0 }, 'workers.none: no worker is running; tasks wait until one starts');
-    else if (alive !== undefined && (before === 0 || before === undefined)) log.info({ workers: alive }, 'workers.alive');
-  });
-  const events = new TaskEvents(sub);
-  // Completion webhooks (issue 11 §5): a task this gateway ends (tasks/cancel) gets its delivery enqueued.
-  const webhooks = new WebhookOutbox(queueRedis, config.keyPrefix, store, config.webhooks, log);
-  store.onTerminal(webhooks.listener);
-  const unknownBudgets = Object.keys(config.sync.budgetMsByTool).filter((name) => !registry.get(name));
-  if (unknownBudgets.length) log.warn({ tools: unknownBudgets }, 'config.sync_budget_unknown_tools: SYNC_BUDGET_MS_BY_TOOL names tools that are not enabled (MCP_TOOLSETS)');
-  const redisHealth = watchRedis(redis);
-  const workerTools = new WorkerToolsWatch(redis, config.keyPrefix, registry.workerToolNames(), log);
-  workerTools.start();
+  const services = await openServices(config, log, registry);
+  const { store, queues, events, metrics, presence, workerTools, redis, redisHealth } = services;
   const app = await buildApp({
     config,
     log,
@@ -145,7 +73,58 @@ async function main() {
     workerTools,
     ...(tracing.enabled ? { tracer: tracing.tracer } : {}),
   });
+  const port = await listenOrExit(app, config);
+  const ops = await startMetricsListenerOrExit(config, metrics.registry);
+  const admin = await startAdminOrExit(config, log, services);
+  const sizes = { tools: registry.size, prompts: prompts.size, resources: resources.size };
+  logReady(config, log, services, { port, sizes, tracing: tracing.enabled, ops, admin });
 
+  const { clock, sub, queueRedis, readRedis, webhooks } = services;
+  const shutdown = gatewayShutdown({
+    app,
+    log,
+    drainDelayMs: config.worker.drainDelayMs,
+    shutdownGraceMs: config.worker.shutdownGraceMs,
+    stopLoops: () => {
+      redisHealth.stop();
+      presence.stop();
+      workerTools.stop();
+      clock.stop();
+    },
+    closeServices: () => [
+      admin?.close() ?? Promise.resolve(),
+      ops?.close() ?? Promise.resolve(),
+      tracing.shutdown(),
+      queues.close(),
+      webhooks.close(),
+    ],
+    redis: [sub, queueRedis, readRedis, redis],
+    exit: (code) => process.exit(code),
+  });
+  process.once('SIGTERM', () => void shutdown('SIGTERM'));
+  process.once('SIGINT', () => void shutdown('SIGINT'));
+}
+
+/**
+ * Tools before Redis: a module that cannot load, or a name defined twice, stops the process
+ * with one line before it touches anything.
+ */
+async function loadToolsOrExit(config: Config) {
+  try {
+    const modules = await loadToolModules(config.toolModules);
+    return {
+      registry: createRegistry(config.toolsets, [taskStatusTool], modules),
+      prompts: createPromptRegistry(config.toolsets, modules),
+      resources: createResourceRegistry(config.toolsets, modules),
+    };
+  } catch (e) {
+    console.error(`gateway: ${(e as Error).message}`);
+    process.exit(1);
+  }
+}
+
+/** Listens on HOST:PORT; a port that cannot be bound is one line on stderr and exit 1. @returns the bound port. */
+async function listenOrExit(app: GatewayApp, config: Config): Promise<number> {
   try {
     await app.listen({ host: config.host, port: config.port });
   } catch (e) {
@@ -153,90 +132,95 @@ async function main() {
     process.exit(1);
   }
   const addr = app.server.address();
-  const port = typeof addr === 'object' && addr ? addr.port : config.port;
-  // METRICS_PORT: /metrics on a listener of its own (e.g. an internal address), not on the MCP port.
+  return typeof addr === 'object' && addr ? addr.port : config.port;
+}
+
+/**
+ * METRICS_PORT: `/metrics` on a listener of its own (e.g. an internal address), not on the MCP
+ * port; `undefined` when not configured. A port that cannot be bound is one line and exit 1.
+ */
+async function startMetricsListenerOrExit(
+  config: Config,
+  registry: OpsServerOptions['registry'],
+): Promise<OpsServer | undefined> {
   const metricsListen = config.metrics.enabled ? config.metrics.listen : undefined;
-  const ops = metricsListen
-    ? await startOpsServer({ ...metricsListen, registry: metrics.registry }).catch((e: Error) => {
-        console.error(`gateway: cannot listen on ${metricsListen.host}:${metricsListen.port} (METRICS_PORT): ${e.message}`);
-        process.exit(1);
-      })
-    : undefined;
-  // The queue view (issue 11 §4): its own listener, only with ADMIN_API_KEYS.
-  let admin: AdminServer | undefined;
-  if (config.admin) {
-    try {
-      admin = await startAdmin({
-        config: config.admin,
-        log,
-        store,
-        queues: [
-          ...queues.toolShards.map((queue, shard) =>
-            shard === 0
-              ? { queue, description: `Task steps (t.<taskId>.<step>) and input timeouts${queues.toolShards.length > 1 ? ', shard 0' : ''}` }
-              : { queue, description: `Task steps and input timeouts, shard ${shard}`, prefix: `shard-${shard}.` },
-          ),
-          { queue: webhooks.queue, description: 'Completion webhook deliveries (wh.<taskId>)' },
-          { queue: queues.maintenance, description: 'Reconciler runs' },
-        ],
-      });
-      log.info({ url: admin.url, readOnly: config.admin.readOnly }, 'admin.ready');
-    } catch (e) {
-      console.error(`gateway: cannot start the admin view on ${config.admin.host}:${config.admin.port}: ${(e as Error).message} (set ADMIN_PORT to a free port, or unset ADMIN_API_KEYS on all but one gateway of this host)`);
-      process.exit(1);
-    }
+  if (!metricsListen) return undefined;
+  return startOpsServer({ ...metricsListen, registry }).catch((e: Error) => {
+    console.error(`gateway: cannot listen on ${metricsListen.host}:${metricsListen.port} (METRICS_PORT): ${e.message}`);
+    process.exit(1);
+  });
+}
+
+/** The queue view on its own listener, only with ADMIN_API_KEYS; a failure to start is one line and exit 1. */
+async function startAdminOrExit(
+  config: Config,
+  log: Logger,
+  { store, queues, webhooks }: GatewayServices,
+): Promise<AdminServer | undefined> {
+  if (!config.admin) return undefined;
+  let admin: AdminServer;
+  try {
+    admin = await startAdmin({
+      config: config.admin,
+      log,
+      store,
+      queues: [
+        ...queues.toolShards.map((queue, shard) =>
+          shard === 0
+            ? {
+                queue,
+                description: `Task steps (t.<taskId>.<step>) and input timeouts${queues.toolShards.length > 1 ? ', shard 0' : ''}`,
+              }
+            : { queue, description: `Task steps and input timeouts, shard ${shard}`, prefix: `shard-${shard}.` },
+        ),
+        { queue: webhooks.queue, description: 'Completion webhook deliveries (wh.<taskId>)' },
+        { queue: queues.maintenance, description: 'Reconciler runs' },
+      ],
+    });
+    log.info({ url: admin.url, readOnly: config.admin.readOnly }, 'admin.ready');
+  } catch (e) {
+    console.error(
+      `gateway: cannot start the admin view on ${config.admin.host}:${config.admin.port}: ${(e as Error).message} (set ADMIN_PORT to a free port, or unset ADMIN_API_KEYS on all but one gateway of this host)`,
+    );
+    process.exit(1);
   }
+  return admin;
+}
+
+/** The `gateway.ready` line: where it listens and what it serves (startupSummary: no secret). */
+function logReady(
+  config: Config,
+  log: Logger,
+  { presence, clock }: GatewayServices,
+  o: {
+    port: number;
+    sizes: { tools: number; prompts: number; resources: number };
+    tracing: boolean;
+    ops: { port: number } | undefined;
+    admin: AdminServer | undefined;
+  },
+): void {
+  const port = o.port;
+  const metricsListen = config.metrics.enabled ? config.metrics.listen : undefined;
   log.info(
     {
       url: `http://${config.host}:${port}/mcp`,
       ...startupSummary(config, 'gateway'),
-      tools: registry.size,
-      prompts: prompts.size,
-      resources: resources.size,
-      metrics: !config.metrics.enabled ? 'off' : ops ? `http://${metricsListen!.host}:${ops.port}/metrics` : `http://${config.host}:${port}/metrics`,
-      tracing: tracing.enabled,
+      ...o.sizes,
+      metrics: !config.metrics.enabled
+        ? 'off'
+        : o.ops
+          ? `http://${metricsListen!.host}:${o.ops.port}/metrics`
+          : `http://${config.host}:${port}/metrics`,
+      tracing: o.tracing,
       workers: presence.alive,
       webhooks: config.webhooks.enabled,
-      admin: admin?.url,
+      admin: o.admin?.url,
       // Redis' clock minus this host's: what case N-11 protects against, for operators to see.
       redisClockSkewMs: clock.skewMs,
     },
     'gateway.ready',
   );
-
-  let stopping = false;
-  const shutdown = async (sig: string) => {
-    if (stopping) return;
-    stopping = true;
-    log.info({ sig, drainDelayMs: config.worker.drainDelayMs }, 'gateway.draining');
-    app.startDrain();
-    await new Promise((r) => setTimeout(r, config.worker.drainDelayMs).unref());
-    // Listen streams never finish by themselves: end them cleanly (final result, spec
-    // transport §5) so clients reopen them on another replica. Then stop accepting and let
-    // in-flight requests finish for up to SHUTDOWN_GRACE_MS. A synchronous call still running
-    // then ends with the hand-off result (its work continues as a task, followed with
-    // task_status) instead of being cancelled; whatever is left after that is aborted.
-    app.closeListens();
-    void admin?.close().catch(() => undefined);
-    const closing = app.close();
-    await Promise.race([closing, new Promise((r) => setTimeout(r, config.worker.shutdownGraceMs).unref())]);
-    app.handOffSync();
-    await Promise.race([closing, new Promise((r) => setTimeout(r, 2000).unref())]);
-    await app.closeMcp().catch(() => undefined);
-    await Promise.race([closing, new Promise((r) => setTimeout(r, 2000).unref())]);
-    redisHealth.stop();
-    presence.stop();
-    workerTools.stop();
-    await Promise.allSettled([ops?.close(), tracing.shutdown()]);
-    clock.stop();
-    await Promise.allSettled([queues.close(), webhooks.close(), sub.quit(), queueRedis.quit(), readRedis.quit(), redis.quit()]);
-    log.info('gateway.stopped');
-    // Lines are written asynchronously (createLogger): the last ones go out before the exit.
-    log.flush(() => process.exit(0));
-    setTimeout(() => process.exit(0), 1000).unref();
-  };
-  process.once('SIGTERM', () => void shutdown('SIGTERM'));
-  process.once('SIGINT', () => void shutdown('SIGINT'));
 }
 
 main().catch((e) => {

@@ -22,7 +22,14 @@ import { acceptedAnswers } from './answers.js';
 import { invalidParams } from './errors.js';
 
 /** A round run in the gateway (inline tools, pre-task rounds, prompts). */
-export type MrtrRound = { k: 'inline' | 'pre' | 'prompt'; tool: string; args: string; step: number; state: unknown; q: Record<string, unknown> };
+export type MrtrRound = {
+  k: 'inline' | 'pre' | 'prompt';
+  tool: string;
+  args: string;
+  step: number;
+  state: unknown;
+  q: Record<string, unknown>;
+};
 
 /** Every signed continuation this service mints. */
 export type Continuation = MrtrRound | { k: 'sync' | 'status'; tool: string; args: string; taskId: string };
@@ -41,25 +48,41 @@ export interface StateCodec<T> {
 }
 
 /** Digest of a tool's arguments, binding a continuation to them (M-06). */
-export const digest = (v: unknown) => createHash('sha256').update(JSON.stringify(v ?? {})).digest('base64url').slice(0, 22);
+export const digest = (v: unknown) =>
+  createHash('sha256')
+    .update(JSON.stringify(v ?? {}))
+    .digest('base64url')
+    .slice(0, 22);
 
 /**
  * Spends a continuation's nonce (M-07).
  * @throws `-32602` when it was spent already (a replay, or a state superseded by a re-ask).
  */
 export async function spend(gw: Gateway, n: string): Promise<void> {
-  if (!(await gw.store.spendNonce(n, gw.config.requestState.ttlSeconds * 1000))) throw invalidParams('requestState was already used');
+  if (!(await gw.store.spendNonce(n, gw.config.requestState.ttlSeconds * 1000)))
+    throw invalidParams('requestState was already used');
 }
 
 /** The continuation this retry carries, if any (the SDK verified it with `codec.verify`). */
 export function continuationOf(call: Call): (Continuation & { nonce: string }) | undefined {
-  return call.ctx.mcpReq.requestState() as (Continuation & { nonce: string }) | undefined;
+  return call.ctx.mcpReq.requestState<Continuation & { nonce: string }>();
 }
 
 /** MRTR `input_required` for a gateway-run step, with its signed continuation. */
-export async function askRound(gw: Gateway, call: Call, k: MrtrRound['k'], tool: string, args: unknown, step: number, out: Pick<InputRequired, 'inputRequests' | 'state'>) {
+export async function askRound(
+  gw: Gateway,
+  call: Call,
+  k: MrtrRound['k'],
+  tool: string,
+  args: unknown,
+  step: number,
+  out: Pick<InputRequired, 'inputRequests' | 'state'>,
+) {
   const payload: MrtrRound = { k, tool, args: digest(args), step, state: out.state ?? null, q: out.inputRequests };
-  return sdkInputRequired({ inputRequests: out.inputRequests as never, requestState: await gw.codec.mint(payload, call.principal) });
+  return sdkInputRequired({
+    inputRequests: out.inputRequests as never,
+    requestState: await gw.codec.mint(payload, call.principal),
+  });
 }
 
 /**
@@ -68,13 +91,25 @@ export async function askRound(gw: Gateway, call: Call, k: MrtrRound['k'], tool:
  * the continuation so a replayed retry cannot run the next step twice (M-07, case B-17h).
  * @returns the step to run, its state and the accepted answers, or the `input_required` to send back.
  */
-export async function continueRound(gw: Gateway, call: Call, k: MrtrRound['k'], name: string, args: unknown, responses: Record<string, unknown>) {
+export async function continueRound(
+  gw: Gateway,
+  call: Call,
+  k: MrtrRound['k'],
+  name: string,
+  args: unknown,
+  responses: Record<string, unknown>,
+) {
   const rs = continuationOf(call);
   if (rs?.k !== k) return { step: 1, state: undefined as unknown, responses: {} };
   const answers = acceptedAnswers(rs.q, responses, gw.config.limits.maxInputResponsesBytes);
   await spend(gw, rs.nonce);
   if (Object.keys(rs.q).some((key) => !(key in answers))) {
-    return { again: await askRound(gw, call, k, name, args, rs.step, { inputRequests: rs.q as InputRequired['inputRequests'], state: rs.state }) };
+    return {
+      again: await askRound(gw, call, k, name, args, rs.step, {
+        inputRequests: rs.q as InputRequired['inputRequests'],
+        state: rs.state,
+      }),
+    };
   }
   return { step: rs.step + 1, state: rs.state, responses: answers };
 }

@@ -1,5 +1,5 @@
 /**
- * The outcome of a `POST /mcp` exchange, read from the bytes written (issue 9 §3): JSON-RPC
+ * The outcome of a `POST /mcp` exchange, read from the bytes written: JSON-RPC
  * errors mostly travel with HTTP 200 (D10), so the status alone cannot tell a `-32603` from a
  * result. Only small chunks that contain `"error"` are parsed (an error message is small; a
  * result rarely contains the word), so a poll's cost is one `indexOf`.
@@ -28,7 +28,13 @@ export function sniffResponse(chunk: unknown): number | 'ok' | undefined {
     return undefined;
   }
   const first = text.trimStart()[0];
-  const candidates = first === '{' ? [text] : text.split('\n').filter((l) => l.startsWith('data:')).map((l) => l.slice(5));
+  const candidates =
+    first === '{'
+      ? [text]
+      : text
+          .split('\n')
+          .filter((l) => l.startsWith('data:'))
+          .map((l) => l.slice(5));
   let found: number | 'ok' | undefined;
   for (const c of candidates) {
     try {

@@ -92,13 +92,16 @@ export class ProgressRelay {
     if (!this.active || this.heartbeatDueIn(now) > 0) return false;
     let value: number;
     if (this.lastSent === undefined) value = 0;
-    else if (this.total !== undefined && this.total > this.lastSent) value = this.lastSent + (this.total - this.lastSent) / 1000;
+    else if (this.total !== undefined && this.total > this.lastSent)
+      value = this.lastSent + (this.total - this.lastSent) / 1000;
     else value = this.lastSent + 0.001;
     // Readable on the wire (7.002, not 7.002000000000001) whenever rounding keeps it increasing.
     const rounded = Math.round(value * 1e6) / 1e6;
-    const roundedFits = this.total === undefined || this.lastSent === undefined || value >= this.total || rounded < this.total;
+    const roundedFits =
+      this.total === undefined || this.lastSent === undefined || value >= this.total || rounded < this.total;
     if (rounded > (this.lastSent ?? -Infinity) && roundedFits) value = rounded;
-    if (!(value > (this.lastSent ?? -Infinity))) value = (this.lastSent ?? 0) + Number.EPSILON * Math.max(1, Math.abs(this.lastSent ?? 0)) * 4;
+    if (!(value > (this.lastSent ?? -Infinity)))
+      value = (this.lastSent ?? 0) + Number.EPSILON * Math.max(1, Math.abs(this.lastSent ?? 0)) * 4;
     const secs = Math.round((now - this.startedAt) / 1000);
     const message = clip(this.lastMessage ? `${this.lastMessage} (still working, ${secs} s)` : `Working (${secs} s)`);
     // A tool that reported all of `total` and is still busy: the value must still increase, so
@@ -113,7 +116,12 @@ export class ProgressRelay {
     this.closed = true;
   }
 
-  private async emit(progress: number, total: number | undefined, message: string | undefined, now: number): Promise<void> {
+  private async emit(
+    progress: number,
+    total: number | undefined,
+    message: string | undefined,
+    now: number,
+  ): Promise<void> {
     const params: ProgressParams = { progressToken: this.token!, progress };
     if (total !== undefined) params.total = total;
     if (message) params.message = message;

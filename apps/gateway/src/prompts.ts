@@ -38,7 +38,8 @@ export function registerPrompts(server: Server, gw: Gateway, callOf: (ctx: Serve
       args[key] = v;
     }
     const rs = continuationOf(call);
-    if (rs && (rs.k !== 'prompt' || rs.tool !== name || rs.args !== digest(args))) throw invalidParams('requestState does not belong to this prompt');
+    if (rs && (rs.k !== 'prompt' || rs.tool !== name || rs.args !== digest(args)))
+      throw invalidParams('requestState does not belong to this prompt');
     const round = await continueRound(gw, call, 'prompt', name, args, ctx.mcpReq.inputResponses ?? {});
     if ('again' in round) return round.again as never;
     let out: PromptResult | InputRequired;
@@ -57,7 +58,7 @@ export function registerPrompts(server: Server, gw: Gateway, callOf: (ctx: Serve
       gw.log.error({ err: e, prompt: name, errorId }, 'prompt.failed');
       throw unexpectedFailure(`Prompt ${name}`, errorId);
     }
-    if (isInputRequired(out)) return (await askRound(gw, call, 'prompt', name, args, round.step, out)) as never;
+    if (isInputRequired(out)) return await askRound(gw, call, 'prompt', name, args, round.step, out);
     return out as never;
   });
 }

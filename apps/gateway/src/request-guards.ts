@@ -1,9 +1,14 @@
 /**
  * Checks on the HTTP envelope of `/mcp` before anything else reads the request:
- *  - `Origin`: a present Origin that is not allowed → 403 (H-03, DNS rebinding defence);
+ *  - `Origin`: a present Origin that is not allowed → 403 (H-03, DNS rebinding defence).
+ *    ALLOWED_ORIGINS lists origins (`https://app.example.com`: scheme, host and port must
+ *    match) and bare host names (`localhost`: any scheme and port, the SDK's check); by default
+ *    the loopback names outside production and nothing in production;
  *  - `Host`: missing or malformed → 400; not one of ALLOWED_HOSTS (when configured, or by
  *    default when the gateway binds a loopback address) → 403 (DNS rebinding defence);
- *  - `Content-Type` of a POST: not `application/json` → 415 (H-07).
+ *  - `Content-Type` of a POST: not `application/json` → 415 (H-07); on a body-less GET or
+ *    DELETE it is dropped (clients such as the Python SDK send it on the session's DELETE, and
+ *    an empty body is no JSON parse error).
  * Both answer with an id-less JSON-RPC error body (errors.ts table).
  */
 import type { FastifyReply, FastifyRequest } from 'fastify';
@@ -21,24 +26,51 @@ function hostnameOf(host: string | undefined): string | undefined {
   }
 }
 
+/** The serialized origin of an `Origin` header value (`''` when it is none). */
+function originOf(value: string): string {
+  try {
+    return new URL(value).origin;
+  } catch {
+    return '';
+  }
+}
+
 /** An `onRequest` hook enforcing the Origin and Host rules of `config`. */
 export function requestGuards(config: Config) {
+  const origins = new Set(config.allowedOrigins.filter((e) => e.includes('://')));
+  const hostnames = config.allowedOrigins.filter((e) => !e.includes('://'));
   return async (req: FastifyRequest, reply: FastifyReply) => {
     const origin = req.headers.origin;
-    if (origin !== undefined) {
-      const v = validateOriginHeader(origin, config.allowedOrigins);
-      if (!v.ok) return reply.code(403).send(jsonRpcErrorBody(null, ErrorCode.InvalidRequest, `Forbidden: ${v.message}`));
+    if (origin !== undefined && !(origins.size && origins.has(originOf(origin)))) {
+      const v = validateOriginHeader(origin, hostnames);
+      if (!v.ok)
+        return reply.code(403).send(jsonRpcErrorBody(null, ErrorCode.InvalidRequest, `Forbidden: ${v.message}`));
     }
     const host = req.headers.host;
     if (hostnameOf(host) === undefined) {
-      return reply.code(400).send(jsonRpcErrorBody(null, ErrorCode.InvalidRequest, 'Bad Request: missing or malformed Host header'));
+      return reply
+        .code(400)
+        .send(jsonRpcErrorBody(null, ErrorCode.InvalidRequest, 'Bad Request: missing or malformed Host header'));
     }
     if (config.allowedHosts) {
       const v = validateHostHeader(host, config.allowedHosts);
-      if (!v.ok) return reply.code(403).send(jsonRpcErrorBody(null, ErrorCode.InvalidRequest, `Forbidden: ${v.message}`));
+      if (!v.ok)
+        return reply.code(403).send(jsonRpcErrorBody(null, ErrorCode.InvalidRequest, `Forbidden: ${v.message}`));
+    }
+    if ((req.method === 'DELETE' || req.method === 'GET') && !Number(req.headers['content-length'] ?? 0)) {
+      delete req.headers['content-type'];
+      delete req.raw.headers['content-type'];
     }
     if (req.method === 'POST' && !isJsonContentType(req.headers['content-type'] ?? null)) {
-      return reply.code(415).send(jsonRpcErrorBody(null, ErrorCode.InvalidRequest, 'Unsupported Media Type: Content-Type must be application/json'));
+      return reply
+        .code(415)
+        .send(
+          jsonRpcErrorBody(
+            null,
+            ErrorCode.InvalidRequest,
+            'Unsupported Media Type: Content-Type must be application/json',
+          ),
+        );
     }
   };
 }

@@ -75,9 +75,27 @@ const DEFAULT_MAX_LENGTH = 65_536;
 const BIND_LABEL = 'mcp.requestState.principal\0';
 
 /** Marker thrown by the key lookup, mapped to `unknown_kid`. */
-class UnknownKid extends Error {}
+class UnknownKidError extends Error {}
 
 const toBytes = (s: string | Uint8Array) => (typeof s === 'string' ? new TextEncoder().encode(s) : new Uint8Array(s));
+
+/**
+ * The ring's secrets by key id, checked: kids unique and well-formed, secrets of at least
+ * MIN_SECRET_BYTES. @throws TypeError / RangeError naming the bad key.
+ */
+function secretsByKid(keys: readonly RequestStateRingKey[]): Map<string, Uint8Array> {
+  const byKid = new Map<string, Uint8Array>();
+  for (const k of keys) {
+    if (typeof k.kid !== 'string' || !KID.test(k.kid))
+      throw new TypeError('requestState ring: a kid must be 1-64 of letters, digits, ".", "_" or "-"');
+    if (byKid.has(k.kid)) throw new TypeError(`requestState ring: kid "${k.kid}" appears twice`);
+    const secret = toBytes(k.secret);
+    if (secret.byteLength < MIN_SECRET_BYTES)
+      throw new RangeError(`requestState ring: the secret of kid "${k.kid}" is shorter than ${MIN_SECRET_BYTES} bytes`);
+    byKid.set(k.kid, secret);
+  }
+  return byKid;
+}
 
 /**
  * Creates the codec. Validates the ring at once.
@@ -85,51 +103,56 @@ const toBytes = (s: string | Uint8Array) => (typeof s === 'string' ? new TextEnc
  */
 export function createRequestStateRing<T extends object>(options: RequestStateRingOptions): RequestStateRing<T> {
   const { keys, ttlSeconds, now = Date.now, maxLength = DEFAULT_MAX_LENGTH } = options;
-  if (!Array.isArray(keys) || keys.length === 0) throw new TypeError('requestState ring: at least one key is required');
-  if (!Number.isInteger(ttlSeconds) || ttlSeconds < 1) throw new RangeError('requestState ring: ttlSeconds must be an integer >= 1');
-  const byKid = new Map<string, Uint8Array>();
-  for (const k of keys) {
-    if (typeof k.kid !== 'string' || !KID.test(k.kid)) throw new TypeError('requestState ring: a kid must be 1-64 of letters, digits, ".", "_" or "-"');
-    if (byKid.has(k.kid)) throw new TypeError(`requestState ring: kid "${k.kid}" appears twice`);
-    const secret = toBytes(k.secret);
-    if (secret.byteLength < MIN_SECRET_BYTES) throw new RangeError(`requestState ring: the secret of kid "${k.kid}" is shorter than ${MIN_SECRET_BYTES} bytes`);
-    byKid.set(k.kid, secret);
-  }
+  const list: unknown = keys;
+  if (!Array.isArray(list) || keys.length === 0) throw new TypeError('requestState ring: at least one key is required');
+  if (!Number.isInteger(ttlSeconds) || ttlSeconds < 1)
+    throw new RangeError('requestState ring: ttlSeconds must be an integer >= 1');
+  const byKid = secretsByKid(keys);
   const signKid = keys[0]!.kid;
   const signKey = byKid.get(signKid)!;
 
   const principalTag = (key: Uint8Array, principal: string) =>
-    createHmac('sha256', key).update(BIND_LABEL + principal, 'utf8').digest().subarray(0, 16);
+    createHmac('sha256', key)
+      .update(BIND_LABEL + principal, 'utf8')
+      .digest()
+      .subarray(0, 16);
 
   async function mint(payload: T, principal: string): Promise<string> {
-    if (payload === null || typeof payload !== 'object' || Array.isArray(payload)) throw new TypeError('requestState payload must be an object');
-    if (Object.prototype.hasOwnProperty.call(payload, 'nonce')) throw new TypeError('requestState payload must not have a "nonce" key (reserved)');
+    if (payload === null || typeof payload !== 'object' || Array.isArray(payload))
+      throw new TypeError('requestState payload must be an object');
+    if (Object.prototype.hasOwnProperty.call(payload, 'nonce'))
+      throw new TypeError('requestState payload must not have a "nonce" key (reserved)');
     const iat = Math.floor(now() / 1000);
-    const state = await new SignJWT({ p: payload as Record<string, unknown>, pb: principalTag(signKey, principal).toString('base64url') })
+    const state = await new SignJWT({
+      p: payload,
+      pb: principalTag(signKey, principal).toString('base64url'),
+    })
       .setProtectedHeader({ alg: 'HS256', kid: signKid, typ: TYP })
       .setJti(randomUUID())
       .setIssuedAt(iat)
       .setExpirationTime(iat + ttlSeconds)
       .sign(signKey);
-    if (state.length > maxLength) throw new RangeError(`requestState longer than ${maxLength} characters; keep the continuation small`);
+    if (state.length > maxLength)
+      throw new RangeError(`requestState longer than ${maxLength} characters; keep the continuation small`);
     return state;
   }
 
   async function verify(state: string, principal: string): Promise<T & { nonce: string }> {
-    if (typeof state !== 'string' || state.length === 0 || state.length > maxLength) throw new RequestStateError('malformed');
+    if (typeof state !== 'string' || state.length === 0 || state.length > maxLength)
+      throw new RequestStateError('malformed');
     let result;
     try {
       result = await jwtVerify(
         state,
         (header) => {
           const key = typeof header.kid === 'string' ? byKid.get(header.kid) : undefined;
-          if (!key) throw new UnknownKid();
+          if (!key) throw new UnknownKidError();
           return key;
         },
         { algorithms: ['HS256'], typ: TYP, currentDate: new Date(now()), requiredClaims: ['exp', 'jti'] },
       );
     } catch (e) {
-      if (e instanceof UnknownKid) throw new RequestStateError('unknown_kid');
+      if (e instanceof UnknownKidError) throw new RequestStateError('unknown_kid');
       if (e instanceof errors.JWTExpired) throw new RequestStateError('expired');
       if (e instanceof errors.JWSSignatureVerificationFailed) throw new RequestStateError('signature');
       throw new RequestStateError('malformed');
@@ -137,12 +160,19 @@ export function createRequestStateRing<T extends object>(options: RequestStateRi
     const { payload, protectedHeader } = result;
     const key = byKid.get(protectedHeader.kid!)!;
     const p = payload.p;
-    if (p === null || typeof p !== 'object' || Array.isArray(p) || typeof payload.jti !== 'string' || typeof payload.pb !== 'string') {
+    if (
+      p === null ||
+      typeof p !== 'object' ||
+      Array.isArray(p) ||
+      typeof payload.jti !== 'string' ||
+      typeof payload.pb !== 'string'
+    ) {
       throw new RequestStateError('malformed');
     }
     const presented = Buffer.from(payload.pb, 'base64url');
     const expected = principalTag(key, principal);
-    if (presented.length !== expected.length || !timingSafeEqual(presented, expected)) throw new RequestStateError('principal');
+    if (presented.length !== expected.length || !timingSafeEqual(presented, expected))
+      throw new RequestStateError('principal');
     return { ...(p as T), nonce: payload.jti };
   }
 

@@ -33,7 +33,9 @@ function matchTemplate(t: ResourceTemplateDefinition, uri: string): Record<strin
 /** Registers the resource handlers on a per-request server. */
 export function registerResources(server: Server, gw: Gateway, callOf: (ctx: ServerContext) => Call): void {
   server.setRequestHandler('resources/list', async () => ({ resources: gw.resources.list() as never }));
-  server.setRequestHandler('resources/templates/list', async () => ({ resourceTemplates: gw.resources.listTemplates() as never }));
+  server.setRequestHandler('resources/templates/list', async () => ({
+    resourceTemplates: gw.resources.listTemplates() as never,
+  }));
 
   server.setRequestHandler('resources/read', async (request, ctx) => {
     const call = callOf(ctx);

@@ -1,5 +1,7 @@
 /**
- * The MCP server factory: one fresh low-level `Server` per request (sdk-notes §1.3), wired to
+ * The MCP server factory: one fresh low-level `Server` per request (the SDK's handler refuses an
+ * instance still serving another request; a fresh one costs about 2 ms, so everything expensive
+ * lives outside), wired to
  * the process-wide `Gateway`. It only registers handlers; each lives in its own module:
  *  - `tools/list`  the enabled tools (registry, built once, fixed order);
  *  - `tools/call`  tools-call.ts;
@@ -13,12 +15,21 @@
  * removed methods, and the verification of `requestState` (through our codec) are the SDK's;
  * header validation (`-32020`) is the route's (classify.ts, headers.ts).
  */
-import { Server, type McpServerFactory, type ServerCapabilities, type ServerContext } from '@modelcontextprotocol/server';
+import { withLegacyExecution } from './legacy-tool-list.js';
+import {
+  Server,
+  type McpServerFactory,
+  type ServerCapabilities,
+  type ServerContext,
+} from '@modelcontextprotocol/server';
 import { z } from 'zod';
 import type { Era } from './classify.js';
 import { exchangeOf, SERVER_INFO, type Call, type Exchange, type Gateway } from './context.js';
 import { newErrorId } from '@mcp-tasks/observability';
-import { clientErrorOf, TASKS_EXTENSION } from './errors.js';
+import { clientErrorOf } from './errors.js';
+import { declaresTasksExtension, TASKS_EXTENSION } from './tasks-extension.js';
+import { legacyCallCapabilities } from './legacy-ask.js';
+import { LEGACY_TASKS_CAPABILITY, sessionHasTasks } from './legacy-tasks.js';
 import { registerCompletions } from './completions.js';
 import { registerPrompts } from './prompts.js';
 import { registerResources } from './resources.js';
@@ -30,17 +41,56 @@ const TaskIdParams = z.object({ taskId: z.string() }).passthrough();
 /** An exchange for a request the route did not classify (in-process use of the factory). */
 const bareExchange = (): Exchange => ({
   principal: 'anonymous',
-  classification: { era: 'modern', method: undefined, id: undefined, caps: {}, declaresTasks: false, listensToTasks: false, continues: false },
+  classification: {
+    era: 'modern',
+    method: undefined,
+    id: undefined,
+    caps: {},
+    declaresTasks: false,
+    listensToTasks: false,
+    continues: false,
+  },
 });
 
-/** The per-invocation `Call` built from the SDK context and the route's exchange. */
-function callOf(era: Era, ctx: ServerContext): Call {
+/**
+ * The per-invocation `Call` built from the SDK context and the route's exchange. A 2025-era call
+ * of a client with a session counts with the capabilities its session declared and gets a
+ * `legacy` channel: requests to the client go on this call's stream through the SDK's transport
+ * (`server.transport.send`, related to this request), with the session's own ids.
+ */
+function callOf(era: Era, ctx: ServerContext, server?: Server): Call {
   const exchange = exchangeOf(ctx) ?? bareExchange();
   const envelope = ctx.mcpReq.envelope as Record<string, unknown> | undefined;
   const raw = envelope?.['io.modelcontextprotocol/clientCapabilities'];
-  const caps = era === 'modern' && raw && typeof raw === 'object' ? (raw as Record<string, unknown>) : {};
-  const ext = caps.extensions as Record<string, unknown> | undefined;
-  return { era, principal: exchange.principal, caps, declaresTasks: era === 'modern' && !!ext && ext[TASKS_EXTENSION] !== undefined, exchange, ctx };
+  const caps =
+    era === 'modern'
+      ? raw && typeof raw === 'object'
+        ? (raw as Record<string, unknown>)
+        : {}
+      : legacyCallCapabilities(exchange.session);
+  const session = era === 'legacy' ? exchange.session : undefined;
+  const requestId = ctx.mcpReq.id;
+  return {
+    era,
+    principal: exchange.principal,
+    caps,
+    declaresTasks: declaresTasksExtension(era, caps),
+    exchange,
+    ctx,
+    ...(session && server
+      ? {
+          legacy: {
+            session,
+            requestId,
+            push: async (message) => {
+              if (!server.transport) throw new Error('the request is closed');
+              await server.transport.send(message as never, { relatedRequestId: requestId });
+            },
+            endStream: () => exchange.endStream?.(),
+          },
+        }
+      : {}),
+  };
 }
 
 /** Builds the per-request server factory over the process-wide gateway services. */
@@ -53,7 +103,7 @@ export function createServerFactory(gw: Gateway): McpServerFactory {
     ...(gw.resources.size ? { resources: {} } : {}),
     ...(completes ? { completions: {} } : {}),
   };
-  /** Runs a handler; what it throws reaches the client only as `clientErrorOf` allows (no Redis text, issue 9 §6). */
+  /** Runs a handler; what it throws reaches the client only as `clientErrorOf` allows (no Redis text). */
   const guard = async <T>(method: string, fn: () => Promise<T>): Promise<T> => {
     try {
       return await fn();
@@ -61,12 +111,15 @@ export function createServerFactory(gw: Gateway): McpServerFactory {
       throw clientErrorOf(e, gw.log, method, newErrorId);
     }
   };
-  return ({ era }) => {
+  return ({ era, authInfo }) => {
+    const exchange = authInfo?.extra?.exchange as Exchange | undefined;
     const server = new Server(SERVER_INFO, {
       capabilities: {
         ...capabilities,
-        // The extension exists only on the 2026-07-28 wire (T-07); 2025 clients never get tasks.
+        // The extension exists only on the 2026-07-28 wire (T-07); a 2025-11-25 client that
+        // declared the revision's own `tasks` capability gets that revision's tasks (LG-10).
         ...(era === 'modern' ? { extensions: { [TASKS_EXTENSION]: {} } } : {}),
+        ...(era === 'legacy' && exchange?.offersLegacyTasks ? { tasks: LEGACY_TASKS_CAPABILITY } : {}),
       },
       requestState: { verify: (state, ctx) => gw.codec.verify(state, callOf(era, ctx).principal) },
     });
@@ -75,10 +128,24 @@ export function createServerFactory(gw: Gateway): McpServerFactory {
     if (gw.resources.size) registerResources(server, gw, call);
     if (completes) registerCompletions(server, gw);
 
-    server.setRequestHandler('tools/list', async () => ({ tools: gw.registry.list() as never }));
+    // A 2025-11-25 session with tasks sees each tool's `execution.taskSupport` (LG-15).
+    const legacyTasks = era === 'legacy' && sessionHasTasks(exchange?.session);
+    server.setRequestHandler('tools/list', async () => ({
+      tools: (legacyTasks
+        ? withLegacyExecution(gw.registry.list(), (n) => gw.registry.get(n))
+        : gw.registry.list()) as never,
+    }));
 
     server.setRequestHandler('tools/call', async (request, ctx) =>
-      guard('tools/call', async () => (await toolsCall(gw, callOf(era, ctx), request.params as { name: string; arguments?: Record<string, unknown> })) as never),
+      guard(
+        'tools/call',
+        async () =>
+          (await toolsCall(
+            gw,
+            callOf(era, ctx, server),
+            request.params as { name: string; arguments?: Record<string, unknown> },
+          )) as never,
+      ),
     );
 
     server.setRequestHandler('tasks/get', { params: TaskIdParams }, async (params, ctx) =>
@@ -93,7 +160,13 @@ export function createServerFactory(gw: Gateway): McpServerFactory {
       guard('tasks/update', async () => {
         const call = callOf(era, ctx);
         gateTasks(era, call.declaresTasks, 'tasks/update');
-        return updateTask(gw, call.principal, params.taskId, call.exchange.rawInputResponses, ctx.mcpReq.droppedInputResponseKeys ?? []);
+        return updateTask(
+          gw,
+          call.principal,
+          params.taskId,
+          call.exchange.rawInputResponses,
+          ctx.mcpReq.droppedInputResponseKeys ?? [],
+        );
       }),
     );
 

@@ -13,7 +13,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { toWebRequest } from '@modelcontextprotocol/node';
 import type { AuthInfo } from '@modelcontextprotocol/server';
-import { echoableId } from './errors.js';
+import { echoableId, ErrorCode, jsonRpcErrorBody } from './errors.js';
 
 /** Headers of every SSE response this gateway writes itself (listen streams). */
 export const SSE_HEADERS = {
@@ -36,6 +36,10 @@ export interface FetchHandler {
  * @param o.onerror receives a failure to convert or hand over the request (answered 500 `-32603`).
  * @param o.headers headers the route already set on the reply (hooks), added where the SDK's
  *        response has none of that name.
+ * @param o.end when aborted, the response ends at once, with nothing more written (a held 2025
+ *        call its client cancelled: no response to a cancelled request).
+ * @param o.rewriteJson asked once the handler answered: a function that rewrites a JSON answer
+ *        (parsed, then serialized again; task-handle.ts), or undefined to pass it through.
  */
 export async function serveThrough(
   handler: FetchHandler,
@@ -43,7 +47,13 @@ export async function serveThrough(
   res: ServerResponse,
   parsedBody: unknown,
   authInfo: AuthInfo,
-  o: { maxRequestBodySize: number; onerror: (e: Error) => void; headers?: Record<string, unknown> },
+  o: {
+    maxRequestBodySize: number;
+    onerror: (e: Error) => void;
+    headers?: Record<string, unknown>;
+    end?: AbortSignal;
+    rewriteJson?: () => ((message: unknown) => unknown) | undefined;
+  },
 ): Promise<void> {
   let finished = false;
   const abort = new AbortController();
@@ -53,16 +63,36 @@ export async function serveThrough(
   if (res.destroyed) abort.abort();
   let response: Response;
   try {
-    const request = await toWebRequest(req, parsedBody, { signal: abort.signal, maxRequestBodySize: o.maxRequestBodySize });
+    const request = await toWebRequest(req, parsedBody, {
+      signal: abort.signal,
+      maxRequestBodySize: o.maxRequestBodySize,
+    });
     response = await handler.fetch(request, { authInfo, parsedBody });
   } catch (e) {
     o.onerror(e instanceof Error ? e : new Error(String(e)));
-    response = Response.json({ jsonrpc: '2.0', error: { code: -32603, message: 'Internal server error' }, id: echoableId(parsedBody) }, { status: 500 });
+    response = Response.json(
+      jsonRpcErrorBody(echoableId(parsedBody), ErrorCode.InternalError, 'Internal server error'),
+      { status: 500 },
+    );
+  }
+  const rewrite = response.headers.get('content-type')?.startsWith('application/json') ? o.rewriteJson?.() : undefined;
+  if (rewrite && response.body !== null) {
+    const text = await response.text();
+    let out = text;
+    try {
+      out = JSON.stringify(rewrite(JSON.parse(text)));
+    } catch {
+      // Not JSON after all: sent as the SDK wrote it.
+    }
+    const rewritten = new Headers(response.headers);
+    rewritten.set('content-length', String(Buffer.byteLength(out)));
+    response = new Response(out, { status: response.status, headers: rewritten });
   }
   const headers: Record<string, string> = {};
   for (const [name, value] of response.headers) headers[name] = value;
   // Headers the route's hooks set (e.g. `Connection: close` while draining), unless the SDK set them.
-  for (const [name, value] of Object.entries(o.headers ?? {})) if (!(name in headers) && typeof value === 'string') headers[name] = value;
+  for (const [name, value] of Object.entries(o.headers ?? {}))
+    if (!(name in headers) && typeof value === 'string') headers[name] = value;
   res.writeHead(response.status, headers);
   if (response.headers.get('content-type')?.startsWith('text/event-stream')) res.write(SSE_OPEN_COMMENT);
   if (response.body === null) {
@@ -70,15 +100,23 @@ export async function serveThrough(
     res.end();
     return;
   }
-  const closed = new Promise<void>((resolve) => abort.signal.addEventListener('abort', () => resolve(), { once: true }));
+  const stop = o.end ? AbortSignal.any([abort.signal, o.end]) : abort.signal;
+  const stopped = new Promise<'stop'>((resolve) => {
+    if (stop.aborted) resolve('stop');
+    stop.addEventListener('abort', () => resolve('stop'), { once: true });
+  });
+  const reader = response.body.getReader();
   try {
-    for await (const chunk of response.body as unknown as AsyncIterable<Uint8Array>) {
-      if (abort.signal.aborted) break;
-      if (!res.write(chunk)) await Promise.race([new Promise((resolve) => res.once('drain', resolve)), closed]);
+    for (;;) {
+      const next = await Promise.race([reader.read(), stopped]);
+      if (next === 'stop' || next.done) break;
+      if (!res.write(next.value)) await Promise.race([new Promise((resolve) => res.once('drain', resolve)), stopped]);
     }
   } catch {
     // The stream ended early (client gone, shutdown): nothing more to write.
   }
+  // Stopped before the SDK finished (client gone, or ended here): the SDK's exchange is torn down.
+  reader.cancel().catch(() => undefined);
   finished = true;
   res.end();
 }

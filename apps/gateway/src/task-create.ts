@@ -31,7 +31,12 @@ export function storedCapabilities(caps: Record<string, unknown>): Record<string
   }
   const ext = caps.extensions;
   if (ext && typeof ext === 'object') {
-    out.extensions = Object.fromEntries(Object.keys(ext).filter((n) => n.length <= 200).slice(0, 20).map((n) => [n, {}]));
+    out.extensions = Object.fromEntries(
+      Object.keys(ext)
+        .filter((n) => n.length <= 200)
+        .slice(0, 20)
+        .map((n) => [n, {}]),
+    );
   }
   return out;
 }
@@ -65,29 +70,42 @@ async function slotFor(gw: Gateway, call: Creator, now: number): Promise<{ taskI
   }
   const taskId = newTaskId();
   const max = gw.config.maxOutstandingTasks;
-  const res = await gw.store.reserveOutstanding(call.principal, taskId, max, now + gw.config.task.ttlMs, now).catch(() => {
-    throw storeUnavailable();
-  });
+  const res = await gw.store
+    .reserveOutstanding(call.principal, taskId, max, now + gw.config.task.ttlMs, now)
+    .catch(() => {
+      throw storeUnavailable();
+    });
   if (!res.ok) {
-    throw new ProtocolError(ErrorCode.LimitExceeded, `Limit exceeded: at most ${max} unfinished tasks at a time per principal`, { limit: 'outstanding_tasks', max });
+    throw new ProtocolError(
+      ErrorCode.LimitExceeded,
+      `Limit exceeded: at most ${max} unfinished tasks at a time per principal`,
+      { limit: 'outstanding_tasks', max },
+    );
   }
   call.exchange.reservation = { taskId, priority: res.count, used: true };
   return { taskId, priority: res.count };
 }
 
 /**
- * Creates a task for `call` in `mode`, enqueues step 1 at the principal's fair-share priority,
- * and returns the durable record (T-15). The record and the job keep the context of the
- * request's span, when tracing is on, so the worker's step spans join its trace (N-14). The
- * record returned says "Waiting for a worker" when none is alive (workers.ts).
- * @throws `-32603` "Task store unavailable" when either write fails (nothing is left behind);
- * `-31429` when the principal holds too many unfinished tasks.
+ * Takes the call's slot and writes its record, then indexes it for the reconciler (before the
+ * enqueue: a gateway that dies right there leaves a record the reconciler finds, "job lost",
+ * rather than one nobody looks at). The path of every creation the route did not write itself.
+ * @throws `-32603` when the write fails (what may have landed is removed); `-31429` at the limit.
  */
-export async function startTask(gw: Gateway, call: Creator, tool: ToolDefinition, args: unknown, mode: TaskMode): Promise<TaskRecord> {
-  const { config, store, queues, log } = gw;
-  const now = store.clock.now();
+async function writeTask(
+  gw: Gateway,
+  call: Creator,
+  tool: ToolDefinition,
+  args: unknown,
+  mode: TaskMode,
+  trace: ReturnType<typeof carrierOf>,
+): Promise<{ rec: TaskRecord; priority: number }> {
+  const { config, store, log } = gw;
+  const idem = call.exchange.idempotency;
+  const reserved = call.exchange.reservation;
+  // A keyed task is created at its claim's time: the key and the record expire together.
+  const now = reserved && !reserved.used && reserved.at !== undefined ? reserved.at : store.clock.now();
   const { taskId, priority } = await slotFor(gw, call, now);
-  const trace = carrierOf(call.exchange.span);
   call.exchange.span?.setAttribute('mcp.task.id', taskId);
   // A tool no live worker runs (gateways and workers load different tools): said at once.
   const note = await gw.workerTools?.noteFor(tool.name);
@@ -112,18 +130,61 @@ export async function startTask(gw: Gateway, call: Creator, tool: ToolDefinition
     log.error({ err: (e as Error).message, taskId, tool: tool.name }, 'task.create_failed');
     // The write may still have landed (the reply was lost): remove it once Redis answers.
     // Never for a taken id: that record belongs to another task.
-    if (!(e instanceof TaskIdTakenError)) void removeAbandoned(gw, taskId, call.principal);
+    if (!(e instanceof TaskIdTakenError)) void removeAbandoned(gw, taskId, call.principal, idem?.key);
     throw storeUnavailable();
   }
-  // Indexed for the reconciler before the enqueue: a gateway that dies right here leaves a
-  // record the reconciler finds ("job lost") rather than one nobody looks at.
   store.scheduleReconcile(rec.taskId, firstCheckMs(gw, mode), config.task.ttlMs).catch(() => undefined);
+  return { rec, priority };
+}
+
+/**
+ * Creates a task for `call` in `mode`, enqueues step 1 at the principal's fair-share priority,
+ * and returns the durable record (T-15). The record and the job keep the context of the
+ * request's span, when tracing is on, so the worker's step spans join its trace (N-14). The
+ * record returned says "Waiting for a worker" when none is alive (workers.ts). A request whose
+ * `Idempotency-Key` names an earlier task gets that task's record instead, unchanged
+ * (`exchange.idempotency.replay`): check its `mode`.
+ * @throws `-32603` "Task store unavailable" when either write fails (nothing is left behind);
+ * `-31429` when the principal holds too many unfinished tasks.
+ */
+export async function startTask(
+  gw: Gateway,
+  call: Creator,
+  tool: ToolDefinition,
+  args: unknown,
+  mode: TaskMode,
+): Promise<TaskRecord> {
+  const { config, store, queues, log } = gw;
+  const idem = call.exchange.idempotency;
+  // An Idempotency-Key naming an earlier task: that task, as it is now (idempotency.ts).
+  if (idem?.replay) return withWorkerNotice(idem.replay, gw.presence?.alive);
+  const reserved = call.exchange.reservation;
+  const abandon = (id: string) => void removeAbandoned(gw, id, call.principal, idem?.key);
+  const trace = carrierOf(call.exchange.span);
+  let rec: TaskRecord;
+  let priority: number;
+  if (reserved && !reserved.used && reserved.created) {
+    // Written with its slot and reconciler index entry by the route (creation-slot.ts).
+    reserved.used = true;
+    rec = reserved.created;
+    priority = reserved.priority;
+    call.exchange.span?.setAttribute('mcp.task.id', rec.taskId);
+  } else {
+    const written = await writeTask(gw, call, tool, args, mode, trace);
+    rec = written.rec;
+    priority = written.priority;
+  }
   try {
-    await queues.enqueueStep(rec.taskId, 1, { priority, tool: tool.name, createdAt: rec.createdAt, ...(trace ? { trace } : {}) });
+    await queues.enqueueStep(rec.taskId, 1, {
+      priority,
+      tool: tool.name,
+      createdAt: rec.createdAt,
+      ...(trace ? { trace } : {}),
+    });
   } catch (e) {
     // Nothing may be left behind without a handle (D4, case B-02c): the client gets an error.
     log.error({ err: (e as Error).message, taskId: rec.taskId }, 'task.enqueue_failed');
-    void removeAbandoned(gw, rec.taskId, call.principal);
+    abandon(rec.taskId);
     throw storeUnavailable();
   }
   // REDIS_WAIT_REPLICAS: the handle only once replicas hold both writes, so a Sentinel failover
@@ -137,7 +198,7 @@ export async function startTask(gw: Gateway, call: Creator, tool: ToolDefinition
     );
     if (acked < need) {
       log.error({ taskId: rec.taskId, acked: Math.max(acked, 0), need }, 'task.not_replicated');
-      void removeAbandoned(gw, rec.taskId, call.principal);
+      abandon(rec.taskId);
       throw storeUnavailable();
     }
   }
@@ -148,11 +209,17 @@ export async function startTask(gw: Gateway, call: Creator, tool: ToolDefinition
 
 /**
  * Deletes the record, step-1 job and outstanding slot of a task whose creation failed (the
- * client got an error, so nobody may ever see it run, D4). Redis is usually the reason it
- * failed, so this retries (250 ms → 2 s apart, for up to 2 minutes) until the record is gone and
- * no job remains. A worker that claims the step first finds no record and does nothing.
+ * client got an error, so nobody may ever see it run, D4), and frees the `Idempotency-Key`
+ * claimed for it, if any (a retry with the key creates the task anew). Redis is usually the
+ * reason it failed, so this retries (250 ms → 2 s apart, for up to 2 minutes) until the record is
+ * gone and no job remains. A worker that claims the step first finds no record and does nothing.
  */
-export async function removeAbandoned(gw: Gateway, taskId: string, owner: string): Promise<void> {
+export async function removeAbandoned(
+  gw: Gateway,
+  taskId: string,
+  owner: string,
+  idempotencyKey?: string,
+): Promise<void> {
   const { store, queues, log } = gw;
   const jobId = stepJobId(taskId, 1);
   const until = Date.now() + 120_000;
@@ -161,6 +228,7 @@ export async function removeAbandoned(gw: Gateway, taskId: string, owner: string
       await store.remove(taskId);
       await queues.toolsFor(taskId).remove(jobId);
       await store.releaseOutstanding(owner, taskId);
+      if (idempotencyKey !== undefined) await store.idempotency.release(owner, idempotencyKey, taskId);
       if ((await queues.toolsFor(taskId).getJobState(jobId)) === 'unknown') {
         log.info({ taskId }, 'task.abandoned_removed');
         return;

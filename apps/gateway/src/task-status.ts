@@ -22,7 +22,7 @@ import { defineTool, structuredResult, textResult, type ToolDefinition } from '@
 import type { Call, Gateway } from './context.js';
 import { storeUnavailable } from './errors.js';
 import { continuationOf, digest, spend } from './mrtr.js';
-import { answerTask } from './tasks-methods.js';
+import { answerTask, notePolled } from './tasks-methods.js';
 import { withWorkerNotice } from './workers.js';
 
 export const TASK_STATUS_TOOL = 'task_status';
@@ -42,7 +42,8 @@ export const taskStatusTool = defineTool({
 }) as unknown as ToolDefinition;
 
 /** The answer for an id that is unknown, expired, malformed or someone else's (no structuredContent). */
-export const taskNotFound = (taskId: string) => textResult(`There is no task ${taskId} for you: the id is wrong, or the task expired.`, { isError: true });
+export const noSuchTaskResult = (taskId: string) =>
+  textResult(`There is no task ${taskId} for you: the id is wrong, or the task expired.`, { isError: true });
 
 /**
  * What `task_status` answers for a task in `rec`'s state, when it does not ask the task's
@@ -59,7 +60,10 @@ export function statusResult(rec: TaskRecord) {
     case 'completed':
       return { ...(rec.result ?? { content: [] }) };
     case 'failed':
-      return structuredResult({ summary: `${label} failed: ${rec.error?.message ?? 'unknown error'}`, ...fields }, { isError: true });
+      return structuredResult(
+        { summary: `${label} failed: ${rec.error?.message ?? 'unknown error'}`, ...fields },
+        { isError: true },
+      );
     case 'cancelled':
       return structuredResult({ summary: `${label} was cancelled${msg}`, ...fields }, { isError: true });
     case 'input_required':
@@ -77,15 +81,21 @@ export function statusResult(rec: TaskRecord) {
 }
 
 /** Serves one `task_status` call (see the module docstring). */
-export async function taskStatus(gw: Gateway, call: Call, args: { taskId: string }, responses: Record<string, unknown>) {
+export async function taskStatus(
+  gw: Gateway,
+  call: Call,
+  args: { taskId: string },
+  responses: Record<string, unknown>,
+) {
   const { store, log } = gw;
   const { taskId } = args;
-  const notFound = taskNotFound(taskId);
+  const notFound = noSuchTaskResult(taskId);
   if (!isWellFormedTaskId(taskId)) return notFound;
   let rec = await store.get(taskId).catch(() => {
     throw storeUnavailable();
   });
   if (!rec || rec.mode !== 'task' || rec.owner !== call.principal) return notFound;
+  notePolled(gw, rec);
   const rs = continuationOf(call);
   if (rs?.k === 'status' && rs.taskId === taskId && rec.status === 'input_required') {
     await spend(gw, rs.nonce);
@@ -94,11 +104,16 @@ export async function taskStatus(gw: Gateway, call: Call, args: { taskId: string
     rec = (await store.get(taskId)) ?? rec;
   }
   if (rec.status === 'input_required') {
-    const needsElicitation = Object.values(rec.inputRequests).some((q) => (q as { method?: string }).method === 'elicitation/create');
+    const needsElicitation = Object.values(rec.inputRequests).some(
+      (q) => (q as { method?: string }).method === 'elicitation/create',
+    );
     if (call.era === 'modern' && (!needsElicitation || call.caps.elicitation !== undefined)) {
       return sdkInputRequired({
         inputRequests: rec.inputRequests as never,
-        requestState: await gw.codec.mint({ k: 'status', tool: TASK_STATUS_TOOL, args: digest(args), taskId }, call.principal),
+        requestState: await gw.codec.mint(
+          { k: 'status', tool: TASK_STATUS_TOOL, args: digest(args), taskId },
+          call.principal,
+        ),
       });
     }
   }

@@ -35,8 +35,12 @@ export function startRequestSpan(tracer: Tracer, raw: IncomingMessage, body: unk
   if (existing) return existing;
   const b = (body && typeof body === 'object' ? body : {}) as Body;
   const meta = b.params?._meta;
-  const fromMeta = contextFrom(meta && typeof meta === 'object' ? { traceparent: meta.traceparent, tracestate: meta.tracestate } : undefined);
-  const parent = hasParent(fromMeta) ? fromMeta : contextFrom({ traceparent: raw.headers.traceparent, tracestate: raw.headers.tracestate });
+  const fromMeta = contextFrom(
+    meta && typeof meta === 'object' ? { traceparent: meta.traceparent, tracestate: meta.tracestate } : undefined,
+  );
+  const parent = hasParent(fromMeta)
+    ? fromMeta
+    : contextFrom({ traceparent: raw.headers.traceparent, tracestate: raw.headers.tracestate });
   const method = typeof b.method === 'string' ? b.method.slice(0, 64) : undefined;
   const tool = method === 'tools/call' && typeof b.params?.name === 'string' ? b.params.name.slice(0, 128) : undefined;
   const span = tracer.startSpan(
@@ -48,7 +52,8 @@ export function startRequestSpan(tracer: Tracer, raw: IncomingMessage, body: unk
   if (tool) span.setAttribute('gen_ai.tool.name', tool);
   const version = raw.headers['mcp-protocol-version'];
   if (typeof version === 'string') span.setAttribute('mcp.protocol.version', version.slice(0, 32));
-  if (method?.startsWith('tasks/') && isWellFormedTaskId(b.params?.taskId)) span.setAttribute('mcp.task.id', b.params.taskId);
+  if (method?.startsWith('tasks/') && isWellFormedTaskId(b.params?.taskId))
+    span.setAttribute('mcp.task.id', b.params.taskId);
   spans.set(raw, span);
   return span;
 }

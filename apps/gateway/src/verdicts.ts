@@ -1,5 +1,5 @@
 /**
- * A memo of validation verdicts (issue 8 §2): the SDK's validation ladder (`_meta` envelope,
+ * A memo of validation verdicts: the SDK's validation ladder (`_meta` envelope,
  * version, header/body agreement: B-05, H-11, H-12, H-15) and the hot path's envelope check
  * depend only on the request's headers and the shape of its body, not on its JSON-RPC id or on
  * which task it names, yet cost a zod parse of the whole message per request (about a third of
@@ -74,7 +74,8 @@ export function ladderShapeKey(h: LadderHeaders, body: unknown): string | undefi
  * Whether a request of this shape passed the ladder before: undefined when not known (validate
  * in full), else whether it passed as a modern request (the `Mcp-Param-*` rung follows).
  */
-export const ladderAccepted = (key: string | undefined): boolean | undefined => (key === undefined ? undefined : ladder.get(key));
+export const ladderAccepted = (key: string | undefined): boolean | undefined =>
+  key === undefined ? undefined : ladder.get(key);
 
 /** Remembers that a request of this shape passed the ladder (`modern`: as a modern request). */
 export function rememberLadderAccepted(key: string | undefined, modern: boolean): void {
@@ -86,7 +87,10 @@ export function rememberLadderAccepted(key: string | undefined, modern: boolean)
  * clientInfo pass the spec's schemas), remembered by the `_meta` JSON (both outcomes: this check
  * has no message). `check` runs when the shape is new.
  */
-export function envelopeVerdict(meta: Record<string, unknown>, check: (meta: Record<string, unknown>) => boolean): boolean {
+export function envelopeVerdict(
+  meta: Record<string, unknown>,
+  check: (meta: Record<string, unknown>) => boolean,
+): boolean {
   let key: string | undefined;
   try {
     key = JSON.stringify(meta);
@@ -102,4 +106,5 @@ export function envelopeVerdict(meta: Record<string, unknown>, check: (meta: Rec
 }
 
 /** The spec's schemas for the envelope's two typed members (hot-path.ts uses them through `envelopeVerdict`). */
-export const specEnvelopeCheck = (caps: unknown, info: unknown): boolean => isSpecType.ClientCapabilities(caps) && (info === undefined || isSpecType.Implementation(info));
+export const specEnvelopeCheck = (caps: unknown, info: unknown): boolean =>
+  isSpecType.ClientCapabilities(caps) && (info === undefined || isSpecType.Implementation(info));

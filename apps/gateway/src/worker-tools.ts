@@ -1,5 +1,5 @@
 /**
- * The gateway's view of what the live workers can run (issue 11 §1), from their adverts
+ * The gateway's view of what the live workers can run, from their adverts
  * (packages/jobs worker-tools.ts). It reports a gateway whose worker tools no live worker
  * runs (different MCP_TOOLSETS / MCP_TOOL_MODULES on gateways and workers):
  *  - a warning in the log (`tools.no_worker`) when the set of such tools changes, checked every
@@ -85,7 +85,10 @@ export class WorkerToolsWatch implements WorkerToolsCheck {
     // A miss in the cache is confirmed by a fresh read (a worker may just have started).
     if (live && toolsWithoutWorker([tool], live).length && Date.now() - this.readAt > 250) live = await this.refresh();
     if (!live || !toolsWithoutWorker([tool], live).length) return undefined;
-    this.log.warn({ tool, workers: live.workers }, 'task.no_worker_for_tool: no live worker advertises this tool (MCP_TOOLSETS / MCP_TOOL_MODULES differ)');
+    this.log.warn(
+      { tool, workers: live.workers },
+      'task.no_worker_for_tool: no live worker advertises this tool (MCP_TOOLSETS / MCP_TOOL_MODULES differ)',
+    );
     return noWorkerNote(tool);
   }
 }

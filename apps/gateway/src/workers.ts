@@ -1,5 +1,5 @@
 /**
- * "Is any worker running?" as clients see it (issue 9 §5). Workers publish heartbeats
+ * "Is any worker running?" as clients see it. Workers publish heartbeats
  * (packages/jobs presence.ts); the gateway keeps the live count fresh in the background
  * (`WorkerPresence.watch`, one Redis call every WORKERS_REFRESH_MS whatever the request rate),
  * and a task that is `working` while no worker is alive is shown with NO_WORKER_MESSAGE as its

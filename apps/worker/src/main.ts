@@ -3,32 +3,35 @@
  * reconciler (maintenance queue) and completion webhook deliveries (`webhooks` queue,
  * webhook-worker.ts). Never imports Fastify. Publishes a heartbeat (every
  * WORKER_HEARTBEAT_MS, presence.ts) and serves `/metrics`, `/healthz`, `/readyz` on
- * WORKER_HTTP_PORT (issue 9 §3, §5); exports a span per step when tracing is on (N-14).
+ * WORKER_HTTP_PORT; exports a span per step when tracing is on (N-14).
  *
- * Signals: SIGTERM/SIGINT → stop fetching, let active steps finish for SHUTDOWN_GRACE_MS,
- * then release the rest to the queue (another worker restarts them at once, bullmq-notes §4).
+ * Signals: SIGTERM/SIGINT → drain.ts: stop fetching, tell running steps (`ctx.drainSignal`) so
+ * that they checkpoint and move to another worker at once, release the rest after
+ * SHUTDOWN_GRACE_MS; the process exits within SHUTDOWN_GRACE_MS + 3 s whatever Redis does (R-02).
+ * A liveness key refreshed from a worker thread (liveness.ts) lets the other workers move the
+ * steps of a killed worker back to the queue within seconds (lost-workers.ts, R-03).
  *
- * Start: `--help` / `--version` are answered before anything else (issue 11 §3); then the
+ * Start: `--help` / `--version` are answered before anything else; then the
  * configuration, the tool modules (MCP_TOOL_MODULES), Redis; any failure is one line on stderr
  * and exit 1. The worker advertises the tools it runs (`<prefix>:workers`, expiring) so that
  * gateways can report tools no worker runs; `worker.ready` names the Redis (credentials
  * redacted), key prefix, tool sets and modules.
  */
 import { Worker, type Job } from 'bullmq';
-import { ConfigError, handleEntryArgs, loadConfig, startupSummary } from '@mcp-tasks/config';
-import { createLogger, createWorkerMetrics, newErrorId, startOpsServer, startTracing, type Readiness } from '@mcp-tasks/observability';
-import { TaskStore } from '@mcp-tasks/task-store';
+import { handleEntryArgs, loadConfigOrExit, startupSummary } from '@mcp-tasks/config';
+import { createLogger, createWorkerMetrics, startOpsServer, startTracing } from '@mcp-tasks/observability';
+import { Checkpoints, PrincipalShares, ResultBudget, TaskStore } from '@mcp-tasks/task-store';
 import {
   bullPrefix,
   connectOrExplain,
+  connectProcessRedis,
   createRedis,
-  pingAll,
-  evictionGuard,
-  evictionPolicy,
   JobQueues,
   queueDepthAll,
-  RedisClock,
   startHeartbeat,
+  startRedisErrorLog,
+  warnIfEvicting,
+  type Heartbeat,
   WorkerPresence,
   JOB_INPUT_TIMEOUT,
   JOB_RECONCILE,
@@ -40,11 +43,17 @@ import {
   WorkerToolsAdvert,
   type StepJobData,
 } from '@mcp-tasks/jobs';
-import { createRegistry, loadToolModules } from '@mcp-tasks/tools';
+import { createRegistry, loadToolModules } from '@mcp-tasks/tools/internal';
+import { createShareGate } from './principal-share.js';
 import { createStepProcessor } from './processor.js';
-import { reconcileOnce } from './reconcile.js';
+import { workerReadiness } from './readiness.js';
+import { createMaintenanceProcessor } from './maintenance.js';
 import { watchContinuity } from './redis-continuity.js';
 import { createStepObserver } from './step-observer.js';
+import { drainAndExit } from './drain.js';
+import { stepJobEnds } from './step-job-ends.js';
+import { startLiveness } from './liveness.js';
+import { startLostWorkerCheck } from './lost-workers.js';
 import { startWebhookWorker } from './webhook-worker.js';
 
 const HELP = `Usage: npm run worker [-- --help | --version]
@@ -52,25 +61,16 @@ const HELP = `Usage: npm run worker [-- --help | --version]
 
 An MCP task worker: runs the tools' steps (BullMQ jobs from Redis), the input timeouts and the
 reconciler. Start as many as you like, on the Redis of the gateways, with the same tool sets
-and tool modules. Its operations port (WORKER_HTTP_PORT, 9464; off disables it) serves
-/metrics, /healthz and /readyz. SIGTERM or Ctrl-C lets running steps finish, then hands the
-rest to other workers.
+and tool modules. Its operations port (WORKER_HTTP_PORT; unset: 9464, or a free port when
+9464 is taken, logged; off disables it) serves /metrics, /healthz and /readyz. SIGTERM or
+Ctrl-C lets running steps finish, then hands the rest to other workers.
 
   WORKER_CONCURRENCY steps one worker runs at once (50)`;
 
 handleEntryArgs(process.argv.slice(2), 'worker', HELP);
 
 async function main() {
-  let config;
-  try {
-    config = loadConfig(process.env, { role: 'worker' });
-  } catch (e) {
-    if (e instanceof ConfigError) {
-      console.error(`worker: ${e.message}`);
-      process.exit(1);
-    }
-    throw e;
-  }
+  const config = loadConfigOrExit('worker', 'worker');
   // Tools before Redis: a module that cannot load, or a name defined twice, stops the process
   // with one line before it touches anything.
   let registry;
@@ -82,35 +82,57 @@ async function main() {
   }
   const log = createLogger('worker', config.logLevel);
   const tracing = startTracing('worker', config.tracing, log);
-  const redis = createRedis(config.redis, 'worker', 'mcp-worker');
-  const sub = createRedis(config.redis, 'worker', 'mcp-worker-sub');
-  try {
-    await connectOrExplain(redis, config.redis);
-    await connectOrExplain(sub, config.redis);
-  } catch (e) {
-    console.error(`worker: ${(e as Error).message}`);
-    process.exit(1);
-  }
-  // Redis time for every timestamp and expiry (case N-11): this process' own clock never counts.
-  const clock = new RedisClock(redis);
-  await clock.start();
-  const store = new TaskStore(redis, config.keyPrefix, clock, { progressStreamKeepMs: config.sync.progressStreamKeepMs });
+  const { clients, clock } = await connectProcessRedis('worker', config.redis, {
+    redis: { role: 'worker', name: 'mcp-worker' },
+    sub: { role: 'worker', name: 'mcp-worker-sub' },
+  });
+  const { redis, sub } = clients;
+  const store = new TaskStore(redis, config.keyPrefix, clock, {
+    progressStreamKeepMs: config.sync.progressStreamKeepMs,
+  });
   // Redis outages as this worker sees them: the reconciler's orphan check waits out one hold
-  // period after one (issue 9 §6).
+  // period after one.
   const continuity = watchContinuity(redis);
   const presence = new WorkerPresence(redis, config.keyPrefix);
+  let shuttingDown = false;
   let queues: JobQueues; // assigned below; its error handler and the gauges need the metrics first
-  const metrics = createWorkerMetrics(config.worker.concurrency, { queueDepth: () => queueDepthAll(queues.toolShards), workersAlive: () => presence.count() });
-  redis.on('error', (err) => {
-    metrics.redisErrors.inc({ connection: 'worker' });
-    log.warn({ err: err.message }, 'redis.error');
+  const metrics = createWorkerMetrics(config.worker.concurrency, {
+    queueDepth: () => queueDepthAll(queues.toolShards),
+    workersAlive: () => presence.count(),
   });
-  sub.on('error', (err) => {
-    metrics.redisErrors.inc({ connection: 'subscriber' });
-    log.warn({ err: err.message }, 'redis.sub_error');
+  startRedisErrorLog(metrics.redisErrors, log, [
+    { client: redis, connection: 'worker', event: 'redis.error' },
+    { client: sub, connection: 'subscriber', event: 'redis.sub_error' },
+  ]);
+  await warnIfEvicting(redis, log);
+
+  // Operations port (/metrics, /healthz, /readyz) before anything that takes work or says this
+  // worker is alive: a port that cannot be bound stops the process before it fetches a job or
+  // writes a heartbeat (readiness.ts says "starting" until then).
+  const workerId = newWorkerId();
+  let heartbeat: Heartbeat | undefined; // the last step of the start-up
+  const readyz = workerReadiness({
+    redis,
+    workerId,
+    isShuttingDown: () => shuttingDown,
+    heartbeat: () => heartbeat,
+    toolsRunning: () => toolsWorkers.every((w) => w.isRunning()),
   });
-  const policy = await evictionPolicy(redis);
-  if (policy && policy !== 'noeviction') log.error({ policy }, 'redis.eviction_policy_unsafe: set maxmemory-policy noeviction; /readyz answers 503 until then (case B-15)');
+  const http = config.workerHttp;
+  const ops = http
+    ? await startOpsServer({ ...http, registry: metrics.registry, healthz: true, readyz }).catch((e: Error) => {
+        console.error(
+          `worker: cannot listen on ${http.host}:${http.port} (WORKER_HTTP_PORT; off disables it): ${e.message}`,
+        );
+        process.exit(1);
+      })
+    : undefined;
+  // WORKER_HTTP_PORT unset and its default taken (another worker on this host): any free port.
+  if (ops?.portWasTaken)
+    log.warn(
+      { wanted: http!.port, port: ops.port },
+      'worker.http_port_taken: WORKER_HTTP_PORT is not set and its default is in use; /metrics, /healthz and /readyz are on the port logged here',
+    );
 
   queues = new JobQueues(
     redis,
@@ -123,11 +145,14 @@ async function main() {
     config.toolQueueShards,
   );
   const toolLabel = (name: string | undefined) => (name && registry.get(name) ? name : 'other');
-  const observeStep = createStepObserver({ metrics, toolLabel, ...(tracing.enabled ? { tracer: tracing.tracer } : {}) });
-  // Completion webhooks (issue 11 §5): every task this process ends gets its delivery enqueued.
+  const observeStep = createStepObserver({
+    metrics,
+    toolLabel,
+    ...(tracing.enabled ? { tracer: tracing.tracer } : {}),
+  });
+  // Completion webhooks: every task this process ends gets its delivery enqueued.
   const webhooks = new WebhookOutbox(redis, config.keyPrefix, store, config.webhooks, log);
   store.onTerminal(webhooks.listener);
-  let shuttingDown = false;
 
   // BullMQ duplicates this client for its blocking connection.
   const connection = createRedis(config.redis, 'worker', 'mcp-bull');
@@ -135,7 +160,7 @@ async function main() {
     console.error(`worker: ${e.message}`);
     process.exit(1);
   });
-  connection.on('error', (err) => {
+  connection.on('error', (err: Error) => {
     metrics.redisErrors.inc({ connection: 'bullmq' });
     log.warn({ err: err.message }, 'redis.bull_error');
   });
@@ -145,25 +170,28 @@ async function main() {
     concurrency: config.worker.concurrency,
     lockDuration: config.worker.lockDurationMs,
     // Renewed often, so an outage up to lockDuration − lockRenewTime − the 2 s reconnect
-    // back-off (17 s by default) finds every lock still valid when Redis is back (issue 9 §6).
+    // back-off (17 s by default) finds every lock still valid when Redis is back.
     lockRenewTime: config.worker.lockRenewMs,
     stalledInterval: config.worker.stalledIntervalMs,
     maxStalledCount: config.worker.maxStalledCount,
   };
 
-  /** Releases a task's outstanding slot after a terminal write by someone who does not know its owner. */
-  const releaseOf = async (taskId: string) => {
-    const owner = await store.ownerOf(taskId).catch(() => null);
-    if (owner) await store.releaseOutstanding(owner, taskId).catch((e: Error) => log.warn({ taskId, err: e.message }, 'outstanding.release_failed'));
-  };
+  const { inputTimedOut, stepJobFailed } = stepJobEnds({
+    store,
+    log,
+    inputTimeoutMs: config.task.inputTimeoutMs,
+    onFailed: (tool, createdAt) => metrics.taskFinished(toolLabel(tool), 'failed', createdAt),
+  });
 
-  // One BullMQ Worker per shard of the tools queue (TOOL_QUEUE_SHARDS, issue 9 §7), sharing the
+  // One BullMQ Worker per shard of the tools queue (TOOL_QUEUE_SHARDS), sharing the
   // process's WORKER_CONCURRENCY: each runs up to ceil(concurrency / shards) steps at once.
   const toolsWorkers: Worker<StepJobData>[] = [];
   /** Aborts job `jobId` on whichever shard's worker of this process runs it (a no-op elsewhere). */
   const cancelHere = (jobId: string, reason: string) => {
     for (const w of toolsWorkers) w.cancelJob(jobId, reason);
   };
+  const checkpoints = new Checkpoints(store);
+  const drain = new AbortController();
   const processStep = createStepProcessor({
     store,
     queues,
@@ -173,61 +201,70 @@ async function main() {
     inputTimeoutMs: config.task.inputTimeoutMs,
     progressMinIntervalMs: config.sync.progressMinIntervalMs,
     maxResultBytes: config.maxResultBytes,
+    resultBudget: new ResultBudget(store, config.maxResultBytesPerPrincipal),
+    toolTimeoutMs: config.toolTimeoutMs,
     isShuttingDown: () => shuttingDown,
     cancelLocal: cancelHere,
+    checkpoints,
+    checkpointMaxBytes: config.worker.checkpointMaxBytes,
+    drainSignal: drain.signal,
   });
 
+  // A principal's share of the workers (principal-share.ts): leases as long as a job lock.
+  const shareGate = createShareGate({
+    shares: new PrincipalShares(store, config.maxRunningStepsPerPrincipal, config.worker.lockDurationMs),
+    queues,
+    log,
+  });
   const runToolJob = async (job: Job<StepJobData>, token?: string, signal?: AbortSignal) => {
-    if (job.name === JOB_INPUT_TIMEOUT) {
-      const { taskId, step } = job.data;
-      const r = await store.fail(
-        taskId,
-        { expectStatus: 'input_required', expectStep: step },
-        { code: -32603, message: `No answer to the input request within ${config.task.inputTimeoutMs} ms`, data: { reason: 'input_timeout' } },
-        'Timed out waiting for input',
-      );
-      if (r.code === 'ok' || r.code === 'terminal') await releaseOf(taskId);
-      if (r.code === 'ok') metrics.taskFinished(toolLabel(job.data.tool), 'failed', job.data.createdAt);
-      log.info({ taskId, step, outcome: r.code }, 'input.timeout');
-      return r.code;
-    }
-    return observeStep(job, () => processStep(job, token, signal));
+    if (job.name === JOB_INPUT_TIMEOUT) return inputTimedOut(job);
+    return shareGate(job, token, () => observeStep(job, () => processStep(job, token, signal)));
   };
   const perShard = Math.ceil(config.worker.concurrency / queues.toolShards.length);
   for (let shard = 0; shard < queues.toolShards.length; shard++) {
-    const toolsWorker = new Worker<StepJobData>(TOOLS_QUEUE, runToolJob, { ...workerOpts, prefix: toolsPrefix(config.keyPrefix, shard), concurrency: perShard });
+    const toolsWorker = new Worker<StepJobData>(TOOLS_QUEUE, runToolJob, {
+      ...workerOpts,
+      prefix: toolsPrefix(config.keyPrefix, shard),
+      concurrency: perShard,
+    });
     toolsWorkers.push(toolsWorker);
     toolsWorker.on('error', (err) => log.warn({ err: err.message, shard }, 'worker.error'));
     // BullMQ emits `lockRenewalFailed` only for jobs whose lock Redis *answered* is gone or held by
     // another token (extendLocks-1.lua): the lock is really lost, another worker may run the step,
     // so this one stops. A renewal that could not reach Redis (an outage) is an `error` event
     // instead: the command waits for the reconnect (maxRetriesPerRequest null) and the step goes on
-    // while its lock is still valid on the server (issue 9 §6).
+    // while its lock is still valid on the server.
     toolsWorker.on('lockRenewalFailed', (ids: string[]) =>
       ids.forEach((id) => {
         log.warn({ jobId: id, shard }, 'step.lock_lost');
         toolsWorker.cancelJob(id, 'lock-lost');
       }),
     );
-    toolsWorker.on('failed', (job, err) => {
-      // A step job that failed without writing the task (e.g. stalled too often) fails the task.
-      // BullMQ's reason can name jobs and keys: the client gets an error id, the log the reason.
-      if (!job || job.name === JOB_INPUT_TIMEOUT) return;
-      const { taskId, step } = job.data;
-      const errorId = newErrorId();
-      const message = `The task failed unexpectedly (error id ${errorId})`;
-      store
-        .fail(taskId, { expectStatus: 'working', expectStep: step }, { code: -32603, message, data: { errorId } }, message)
-        .then(async (r) => {
-          if (r.code === 'ok') {
-            await releaseOf(taskId);
-            metrics.taskFinished(toolLabel(job.data.tool), 'failed', job.data.createdAt);
-          }
-          log.warn({ taskId, step, outcome: r.code, err, errorId }, 'step.job_failed');
-        })
-        .catch(() => undefined);
-    });
+    toolsWorker.on('failed', (job, err) => stepJobFailed(job, err));
   }
+
+  // Liveness from a worker thread, and the check that moves a lost worker's steps (R-03).
+  const liveness = startLiveness({
+    redis: config.redis,
+    keyPrefix: config.keyPrefix,
+    ids: toolsWorkers.map((w) => w.id),
+    lostAfterMs: config.worker.lostAfterMs,
+    knownForMs: 2 * config.worker.lockDurationMs,
+  });
+  await liveness.first;
+  const stopLostCheck = startLostWorkerCheck(
+    {
+      redis,
+      keyPrefix: config.keyPrefix,
+      shards: queues.toolShards,
+      checkpoints,
+      continuity,
+      lostAfterMs: config.worker.lostAfterMs,
+      maxStalledCount: config.worker.maxStalledCount,
+      log,
+    },
+    500,
+  );
 
   // Cancel fan-out: every worker hears every cancel; cancelJob is a no-op where the job is not running.
   await sub.subscribe(store.cancelChannel);
@@ -237,29 +274,22 @@ async function main() {
 
   const maintenanceWorker = new Worker(
     MAINTENANCE_QUEUE,
-    async (job) => {
-      if (job.name !== JOB_RECONCILE) return 'ignored';
-      const counts = await reconcileOnce({
+    createMaintenanceProcessor(
+      {
         store,
         queues,
         log,
         afterMs: config.worker.reconcileAfterMs,
         inputTimeoutMs: config.task.inputTimeoutMs,
+        inputSlotReleaseMs: config.task.inputSlotReleaseMs,
         syncHolderTimeoutMs: config.worker.syncHolderTimeoutMs,
         continuity,
         maxTtlMs: config.task.ttlMs,
         onFinished: (tool, status, createdAt) => metrics.taskFinished(toolLabel(tool), status, createdAt),
         ...(config.webhooks.enabled ? { webhooks } : {}),
-      }, clock.now());
-      if (counts.failed || counts.requeued || counts.cancelled) log.info(counts, 'reconcile.done');
-      // Finished jobs past their retention age, on a queue where no job finished since (case B-15).
-      const cleaned = await queues.cleanFinished().catch((err: Error) => {
-        log.warn({ err: err.message }, 'reconcile.clean_failed');
-        return { completed: 0, failed: 0 };
-      });
-      if (cleaned.completed || cleaned.failed) log.info(cleaned, 'reconcile.jobs_cleaned');
-      return { ...counts, cleaned };
-    },
+      },
+      () => clock.now(),
+    ),
     { ...workerOpts, concurrency: 1 },
   );
   maintenanceWorker.on('error', (err) => log.warn({ err: err.message }, 'maintenance.error'));
@@ -281,41 +311,19 @@ async function main() {
   const reschedule = setInterval(() => void ensureReconciler(), 60_000);
   reschedule.unref();
 
-  // Heartbeat: gateways count live workers from these (their readiness, tasks' statusMessage).
-  const workerId = newWorkerId();
-  const heartbeat = startHeartbeat(presence, workerId, config.heartbeatMs, (err) => log.warn({ err: err.message }, 'heartbeat.failed'));
-  await heartbeat.first;
-
-  // Operations port: /metrics, /healthz, /readyz (ready = Redis answering with a safe policy,
-  // the tools worker running, a heartbeat written within its lifetime).
-  const eviction = evictionGuard(redis);
-  const readyz = async (): Promise<Readiness> => {
-    const reason = shuttingDown
-      ? 'shutting down'
-      : !toolsWorkers.every((w) => w.isRunning())
-        ? 'worker not running'
-        : redis.status !== 'ready'
-          ? `redis ${redis.status}`
-          : Date.now() - heartbeat.lastOk > heartbeat.ttlMs
-            ? 'heartbeat not written (Redis?)'
-            : await Promise.race([
-                pingAll(redis).then(() => eviction.check()),
-                new Promise<string>((r) => setTimeout(() => r('redis not answering'), 1000).unref()),
-              ]);
-    return reason ? { ready: false, body: { status: 'unavailable', reason } } : { ready: true, body: { status: 'ready', workerId } };
-  };
-  const http = config.workerHttp;
-  const ops = http
-    ? await startOpsServer({ ...http, registry: metrics.registry, healthz: true, readyz }).catch((e: Error) => {
-        console.error(`worker: cannot listen on ${http.host}:${http.port} (WORKER_HTTP_PORT; off disables it): ${e.message}`);
-        process.exit(1);
-      })
-    : undefined;
   // What this worker runs, for the gateways' mismatch check (packages/jobs worker-tools.ts).
   const advert = new WorkerToolsAdvert(redis, config.keyPrefix, newWorkerId(), registry.workerToolNames(), (err) =>
     log.warn({ err: err.message }, 'worker.advert_failed'),
   );
   await advert.start();
+
+  // Heartbeat, last: gateways count live workers from these (their readiness, tasks'
+  // statusMessage), so nothing that can stop the start-up comes after the first one; a worker
+  // that exits while starting is never counted.
+  heartbeat = startHeartbeat(presence, workerId, config.heartbeatMs, (err) =>
+    log.warn({ err: err.message }, 'heartbeat.failed'),
+  );
+  await heartbeat.first;
 
   log.info(
     {
@@ -335,28 +343,24 @@ async function main() {
   const shutdown = async (sig: string) => {
     if (shuttingDown) return;
     shuttingDown = true;
-    // Stops fetching first, in this tick: close() disconnects BullMQ's blocking connection at
-    // once, so a job enqueued from now on is left to another worker (case B-07b). With the
-    // heartbeat's and the advert's round trips before it, a loaded worker went on fetching for
-    // a while after saying it was draining.
-    const closing = Promise.all([...toolsWorkers.map((w) => w.close()), maintenanceWorker.close(), webhookWorker.close()]);
-    log.info({ sig, graceMs: config.worker.shutdownGraceMs }, 'worker.draining');
-    // It takes no new step from now on: it no longer counts as a live worker.
-    await heartbeat.stop();
-    await advert.stop(); // no longer counted by gateways' mismatch check
-    const timer = (ms: number) => new Promise((r) => setTimeout(r, ms).unref());
-    const finished = await Promise.race([closing.then(() => true), timer(config.worker.shutdownGraceMs).then(() => false)]);
-    if (!finished) {
-      log.info('worker.releasing_active_jobs');
-      for (const w of toolsWorkers) w.cancelAllJobs('shutdown');
-      await Promise.race([closing, timer(5000)]);
-    }
-    continuity.stop();
-    clock.stop();
-    await Promise.allSettled([ops?.close(), tracing.shutdown()]);
-    await Promise.allSettled([queues.close(), webhooks.close(), sub.quit(), redis.quit(), connection.quit()]);
-    log.info('worker.stopped');
-    process.exit(0);
+    stopLostCheck();
+    await drainAndExit(sig, {
+      graceMs: config.worker.shutdownGraceMs,
+      log,
+      toolsWorkers,
+      otherWorkers: [maintenanceWorker, webhookWorker],
+      drain,
+      // It takes no new step from now on: it no longer counts as a live worker, nor in the
+      // gateways' mismatch check.
+      leave: () => Promise.all([heartbeat.stop(), advert.stop()]),
+      finish: async () => {
+        continuity.stop();
+        clock.stop();
+        await liveness.stop();
+        await Promise.allSettled([ops?.close(), tracing.shutdown()]);
+        await Promise.allSettled([queues.close(), webhooks.close(), sub.quit(), redis.quit(), connection.quit()]);
+      },
+    });
   };
   process.once('SIGTERM', () => void shutdown('SIGTERM'));
   process.once('SIGINT', () => void shutdown('SIGINT'));

@@ -6,16 +6,19 @@
  *    otherwise → `failed` ("job lost");
  *  - a `working` task whose step job ended (completed/failed) without a task write → `failed`;
  *  - an `input_required` task whose input-timeout job was lost → `failed` after the timeout;
+ *  - an `input_required` task (`task` mode) nobody polled or answered for
+ *    TASK_INPUT_SLOT_RELEASE_MS → its outstanding slot is released (it keeps waiting);
  *  - a synchronous call whose gateway stopped renewing its hold (killed) → cancelled (C-01),
- *    but not within one hold period after a Redis outage (nobody could renew then; issue 9 §6);
+ *    but not within one hold period after a Redis outage (nobody could renew then);
  *  - terminal or expired tasks → dropped from the index, after the completion webhook of a
- *    terminal one is enqueued if its process died before doing so (issue 11 §5).
+ *    terminal one is enqueued if its process died before doing so.
  * Tasks that reported progress recently are not checked (they are alive).
  * Every task it ends, and every terminal task it drops, is released from its principal's
- * outstanding count (issue 10 §4); a re-enqueued step gets its fair-share priority. Messages
+ * outstanding count; a re-enqueued step gets its fair-share priority. Messages
  * written for clients say what happened and carry an error id; job states and the like go
- * only to the log (issue 10 §5).
+ * only to the log.
  */
+import { inputTimeout, jobLost } from '@mcp-tasks/errors';
 import { newErrorId, type FinishedStatus, type Logger } from '@mcp-tasks/observability';
 import { isTerminal, type TaskRecord, type TaskStore } from '@mcp-tasks/task-store';
 import type { JobQueues, WebhookOutbox } from '@mcp-tasks/jobs';
@@ -27,6 +30,11 @@ export interface ReconcileDeps {
   /** A working task untouched this long is checked against its job (ms). */
   afterMs: number;
   inputTimeoutMs: number;
+  /**
+   * A `task`-mode task waiting in `input_required` that nobody polled or answered this long
+   * stops holding its principal's outstanding slot (TASK_INPUT_SLOT_RELEASE_MS); absent = never.
+   */
+  inputSlotReleaseMs?: number;
   /** A `sync` task whose holder has not renewed for this long is cancelled (ms). */
   syncHolderTimeoutMs: number;
   maxTtlMs: number;
@@ -38,7 +46,7 @@ export interface ReconcileDeps {
    * waits until that is a whole SYNC_HOLDER_TIMEOUT_MS. Absent = always.
    */
   continuity?: { unbrokenForMs(): number };
-  /** Enqueues a terminal task's completion webhook when nobody did (issue 11 §5). */
+  /** Enqueues a terminal task's completion webhook when nobody did. */
   webhooks?: Pick<WebhookOutbox, 'enqueueRecord'>;
 }
 
@@ -56,9 +64,12 @@ export async function reconcileOnce(deps: ReconcileDeps, now = Date.now()) {
     // dead gateway's call is cancelled within SYNC_HOLDER_TIMEOUT_MS + RECONCILE_INTERVAL_MS.
     const later = (id: string, at: number) => {
       const held = rec?.mode === 'sync' && rec.status === 'working' && rec.holderAt !== undefined;
-      return redis.zadd(store.reconcileKey, held ? Math.min(at, rec!.holderAt! + deps.syncHolderTimeoutMs + 1) : at, id);
+      return redis.zadd(store.reconcileKey, held ? Math.min(at, rec.holderAt! + deps.syncHolderTimeoutMs + 1) : at, id);
     };
-    const release = () => store.releaseOutstanding(rec!.owner, taskId).catch((e: Error) => log.warn({ taskId, err: e.message }, 'outstanding.release_failed'));
+    const release = () =>
+      store
+        .releaseOutstanding(rec!.owner, taskId)
+        .catch((e: Error) => log.warn({ taskId, err: e.message }, 'outstanding.release_failed'));
     if (!rec || isTerminal(rec.status)) {
       // A terminal task's release may have been lost (crash after the write): cheap to repeat.
       if (rec) await release();
@@ -71,9 +82,14 @@ export async function reconcileOnce(deps: ReconcileDeps, now = Date.now()) {
       counts.dropped++;
       continue;
     }
-    if (rec.mode === 'sync' && rec.status === 'working' && rec.holderAt !== undefined && now - rec.holderAt > deps.syncHolderTimeoutMs) {
+    if (
+      rec.mode === 'sync' &&
+      rec.status === 'working' &&
+      rec.holderAt !== undefined &&
+      now - rec.holderAt > deps.syncHolderTimeoutMs
+    ) {
       // Redis was away lately: no holder could renew then. Live holders renew as soon as it is
-      // back; give them one lease period before calling the call an orphan (issue 9 §6).
+      // back; give them one lease period before calling the call an orphan.
       const unbroken = deps.continuity?.unbrokenForMs() ?? Infinity;
       if (unbroken < deps.syncHolderTimeoutMs) {
         log.info({ taskId, redisBackForMs: Math.round(unbroken) }, 'reconcile.sync_orphan_deferred');
@@ -93,10 +109,14 @@ export async function reconcileOnce(deps: ReconcileDeps, now = Date.now()) {
       continue;
     }
     if (rec.status === 'input_required') {
+      await releaseIdleInputSlot(deps, rec, now, release);
       if (now - rec.lastUpdatedAt > deps.inputTimeoutMs + afterMs) {
-        const r = await store.fail(taskId, { expectStatus: 'input_required', expectStep: rec.step },
-          { code: -32603, message: `No answer to the input request within ${deps.inputTimeoutMs} ms`, data: { reason: 'input_timeout' } },
-          'Timed out waiting for input');
+        const r = await store.fail(
+          taskId,
+          { expectStatus: 'input_required', expectStep: rec.step },
+          inputTimeout(deps.inputTimeoutMs),
+          'Timed out waiting for input',
+        );
         if (r.code === 'ok') {
           await release();
           deps.onFinished?.(rec.tool, 'failed', rec.createdAt);
@@ -129,9 +149,8 @@ export async function reconcileOnce(deps: ReconcileDeps, now = Date.now()) {
       continue;
     }
     const errorId = newErrorId();
-    const message = `The task stopped: its work was lost before it finished (error id ${errorId})`;
-    const r = await store.fail(taskId, { expectStatus: 'working', expectStep: rec.step },
-      { code: -32603, message, data: { reason: 'job_lost', errorId } }, message);
+    const error = jobLost(errorId);
+    const r = await store.fail(taskId, { expectStatus: 'working', expectStep: rec.step }, error, error.message);
     log.warn({ taskId, step: rec.step, jobState: state, outcome: r.code, errorId }, 'reconcile.failed');
     if (r.code === 'ok') {
       await release();
@@ -143,6 +162,26 @@ export async function reconcileOnce(deps: ReconcileDeps, now = Date.now()) {
     else await redis.zrem(store.reconcileKey, taskId);
   }
   return counts;
+}
+
+/**
+ * Releases the outstanding slot of a `task`-mode task that has waited in `input_required`,
+ * unpolled and unanswered, for `inputSlotReleaseMs` (the task itself keeps waiting until its
+ * input timeout). Recorded in the record first, so the answer that resumes it takes a slot back
+ * (tasks-methods.ts; it may exceed MAX_OUTSTANDING_TASKS by that one task).
+ */
+async function releaseIdleInputSlot(
+  deps: ReconcileDeps,
+  rec: TaskRecord,
+  now: number,
+  release: () => Promise<unknown>,
+): Promise<void> {
+  const idleMs = deps.inputSlotReleaseMs;
+  if (idleMs === undefined || rec.mode !== 'task' || rec.slotReleasedStep === rec.step) return;
+  if (now - Math.max(rec.lastUpdatedAt, rec.polledAt ?? 0) < idleMs) return;
+  if (!(await deps.store.markInputSlotReleased(rec.taskId, rec.step, idleMs, now))) return;
+  await release();
+  deps.log.info({ taskId: rec.taskId, step: rec.step, idleMs }, 'reconcile.input_slot_released');
 }
 
 /** Enqueues a terminal task's webhook if needed; false when that failed (try again next pass). */

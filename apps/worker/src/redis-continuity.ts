@@ -1,5 +1,5 @@
 /**
- * Whether Redis has been reachable without a break, as this worker sees it (issue 9 §6).
+ * Whether Redis has been reachable without a break, as this worker sees it.
  *
  * A gateway holding a synchronous call renews its hold (`holderAt`) in Redis; while Redis is
  * away nobody can renew, so when it comes back every hold looks lapsed. The reconciler's
@@ -34,7 +34,10 @@ export interface RedisContinuity {
 }
 
 /** Starts watching `redis` (a connection of its own is not needed: PING shares the worker's). */
-export function watchContinuity(redis: RedisClient, o: { everyMs?: number; awayAfterMs?: number; now?: () => number } = {}): RedisContinuity {
+export function watchContinuity(
+  redis: RedisClient,
+  o: { everyMs?: number; awayAfterMs?: number; now?: () => number } = {},
+): RedisContinuity {
   const everyMs = o.everyMs ?? 500;
   const awayAfterMs = o.awayAfterMs ?? 1000;
   const now = o.now ?? (() => performance.now());

@@ -1,5 +1,5 @@
 /**
- * What a worker records around each step it runs (issue 9 §3, case N-14):
+ * What a worker records around each step it runs (case N-14):
  *  - a span `execute_tool <tool>` (kind CONSUMER) that is a child of the context the task was
  *    created under (the gateway's request span, carried in the job payload) and links to it; the
  *    step runs inside it, so a tool's own OpenTelemetry spans nest under it. Each attempt of a
@@ -66,7 +66,8 @@ export function createStepObserver(deps: StepObserverDeps) {
     } finally {
       metrics.steps.inc({ tool, outcome });
       metrics.stepDuration.observe({ tool, outcome }, (performance.now() - started) / 1000);
-      if (FINISHED.has(outcome)) metrics.taskFinished(tool, outcome as 'completed' | 'failed' | 'cancelled', job.data.createdAt);
+      if (FINISHED.has(outcome))
+        metrics.taskFinished(tool, outcome as 'completed' | 'failed' | 'cancelled', job.data.createdAt);
       if (span) {
         span.setAttribute('mcp.task.step.outcome', outcome);
         if (outcome === 'error' || outcome === 'failed') span.setStatus({ code: SpanStatusCode.ERROR });

@@ -1,5 +1,5 @@
 /**
- * Completion webhooks, the sending side (issue 11 §5): a BullMQ Worker on the `webhooks` queue
+ * Completion webhooks, the sending side: a BullMQ Worker on the `webhooks` queue
  * that POSTs each delivery job's body to its principal's target, signed the Standard Webhooks way
  * (`standardwebhooks`: `webhook-id`, `webhook-timestamp`, `webhook-signature`).
  *
@@ -70,7 +70,8 @@ export async function deliverOnce(msgId: string, body: string, o: DeliveryOption
     });
   } catch (e) {
     const err = e as Error & { cause?: { code?: string; message?: string } };
-    if (err.name === 'TimeoutError' || err.name === 'AbortError') throw new WebhookDeliveryError(`no answer within ${o.timeoutMs} ms`);
+    if (err.name === 'TimeoutError' || err.name === 'AbortError')
+      throw new WebhookDeliveryError(`no answer within ${o.timeoutMs} ms`);
     throw new WebhookDeliveryError(`network error: ${err.cause?.code ?? err.cause?.message ?? err.message}`);
   }
   // The answer's body is not read: release the connection.
@@ -93,7 +94,12 @@ function originOf(url: string): string {
  * @param connection a client BullMQ duplicates for its blocking connection (`maxRetriesPerRequest: null`).
  * @returns the BullMQ Worker (close it on shutdown).
  */
-export function startWebhookWorker(o: { connection: RedisClient; keyPrefix: string; config: WebhookConfig; log: Logger }): Worker<WebhookJobData> {
+export function startWebhookWorker(o: {
+  connection: RedisClient;
+  keyPrefix: string;
+  config: WebhookConfig;
+  log: Logger;
+}): Worker<WebhookJobData> {
   const { config, log } = o;
   const worker = new Worker<WebhookJobData>(
     WEBHOOKS_QUEUE,
@@ -101,12 +107,30 @@ export function startWebhookWorker(o: { connection: RedisClient; keyPrefix: stri
       const { taskId, principal, body } = job.data;
       const target = webhookTargetFor(config, principal);
       if (!target) {
-        log.warn({ taskId, jobId: job.id, principal }, 'webhook.no_target: this worker has no TASK_WEBHOOK_URL or TASK_WEBHOOKS_BY_PRINCIPAL entry for the principal; set the same webhook settings on every process');
+        log.warn(
+          { taskId, jobId: job.id, principal },
+          'webhook.no_target: this worker has no TASK_WEBHOOK_URL or TASK_WEBHOOKS_BY_PRINCIPAL entry for the principal; set the same webhook settings on every process',
+        );
         return 'no_target';
       }
       const started = Date.now();
-      const status = await deliverOnce(webhookMessageId(taskId), body, { url: target.url, secret: target.secret, timeoutMs: config.timeoutMs });
-      log.info({ taskId, jobId: job.id, principal, target: originOf(target.url), status, attempt: job.attemptsMade + 1, ms: Date.now() - started }, 'webhook.delivered');
+      const status = await deliverOnce(webhookMessageId(taskId), body, {
+        url: target.url,
+        secret: target.secret,
+        timeoutMs: config.timeoutMs,
+      });
+      log.info(
+        {
+          taskId,
+          jobId: job.id,
+          principal,
+          target: originOf(target.url),
+          status,
+          attempt: job.attemptsMade + 1,
+          ms: Date.now() - started,
+        },
+        'webhook.delivered',
+      );
       return status;
     },
     {

@@ -122,7 +122,11 @@ export class TaskClient {
    * @throws RpcError for a JSON-RPC error or an HTTP answer without a result; the fetch error
    * (a `TypeError` with a `cause`) when the server cannot be reached.
    */
-  async request(method: string, params: Record<string, unknown> = {}, o: RequestOptions = {}): Promise<Record<string, any>> {
+  async request(
+    method: string,
+    params: Record<string, unknown> = {},
+    o: RequestOptions = {},
+  ): Promise<Record<string, any>> {
     const ro: RpcOptions = {
       ...(this.options.token ? { token: this.options.token } : {}),
       ...(this.options.clientInfo ? { clientInfo: this.options.clientInfo } : {}),
@@ -136,7 +140,11 @@ export class TaskClient {
     if (err) throw new RpcError(err.message, err.code, r.status, err.data);
     if (!isRecord(r.body.result)) {
       const raw = typeof r.body.raw === 'string' ? `: ${r.body.raw.slice(0, 200)}` : '';
-      throw new RpcError(`HTTP ${r.status} from ${this.options.url} without a JSON-RPC result${raw}`, undefined, r.status);
+      throw new RpcError(
+        `HTTP ${r.status} from ${this.options.url} without a JSON-RPC result${raw}`,
+        undefined,
+        r.status,
+      );
     }
     return r.body.result;
   }
@@ -169,14 +177,18 @@ export class TaskClient {
             onMessage: (m) => {
               if (m.method === 'notifications/progress' && m.params?.progressToken === progressToken) {
                 const { progress, total, message } = m.params;
-                onProgress({ progress, ...(typeof total === 'number' ? { total } : {}), ...(typeof message === 'string' ? { message } : {}) });
+                onProgress({
+                  progress,
+                  ...(typeof total === 'number' ? { total } : {}),
+                  ...(typeof message === 'string' ? { message } : {}),
+                });
               }
             },
           }
         : {}),
     });
     const resultType = result.resultType ?? 'complete'; // a missing resultType means complete (core rule)
-    return { ...result, resultType } as CallOutcome;
+    return { ...result, resultType };
   }
 
   getTask(taskId: string, o: { signal?: AbortSignal } = {}): Promise<Task> {
@@ -184,7 +196,11 @@ export class TaskClient {
   }
 
   /** `tasks/update` with answers keyed like the task's `inputRequests` (T-27, T-30). */
-  async updateTask(taskId: string, inputResponses: Record<string, unknown>, o: { signal?: AbortSignal } = {}): Promise<void> {
+  async updateTask(
+    taskId: string,
+    inputResponses: Record<string, unknown>,
+    o: { signal?: AbortSignal } = {},
+  ): Promise<void> {
     await this.request('tasks/update', { taskId, inputResponses }, o);
   }
 
@@ -205,7 +221,8 @@ export class TaskClient {
       {
         ...(o.signal ? { signal: o.signal } : {}),
         onMessage: (m) => {
-          if (m.method === 'notifications/subscriptions/acknowledged') o.onAck?.(m.params?.notifications?.taskIds ?? []);
+          if (m.method === 'notifications/subscriptions/acknowledged')
+            o.onAck?.(m.params?.notifications?.taskIds ?? []);
           else if (m.method === 'notifications/tasks' && isRecord(m.params)) {
             const { _meta, ...task } = m.params;
             o.onTask(task as Task);

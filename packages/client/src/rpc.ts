@@ -26,7 +26,12 @@ export interface RpcResponse {
   status: number;
   headers: Headers;
   /** The JSON-RPC response message (for SSE: the last message with an id and a result or error). */
-  body: { jsonrpc?: string; id?: unknown; result?: Record<string, any>; error?: { code: number; message: string; data?: any } } & Record<string, any>;
+  body: {
+    jsonrpc?: string;
+    id?: unknown;
+    result?: Record<string, any>;
+    error?: { code: number; message: string; data?: any };
+  } & Record<string, any>;
   /** Every SSE message (notifications included), in order. */
   messages: Record<string, any>[];
   contentType: string;
@@ -39,7 +44,12 @@ let nextId = 1;
  * @returns HTTP status, headers and the JSON-RPC response; rejects only when the request cannot
  * be sent or read (network error, abort) or an SSE message is not JSON.
  */
-export async function rpc(url: string, method: string, params: Record<string, any> = {}, o: RpcOptions = {}): Promise<RpcResponse> {
+export async function rpc(
+  url: string,
+  method: string,
+  params: Record<string, any> = {},
+  o: RpcOptions = {},
+): Promise<RpcResponse> {
   const id = o.id ?? `c-${nextId++}`;
   const body = o.rawBody ?? requestBody(method, params, o, id);
   const headers = new Headers(standardHeaders(method, params));
@@ -64,7 +74,8 @@ export async function rpc(url: string, method: string, params: Record<string, an
       }
     };
     const decoder = new TextDecoder();
-    for await (const chunk of res.body as AsyncIterable<Uint8Array>) take(parser.push(decoder.decode(chunk, { stream: true })));
+    for await (const chunk of res.body as AsyncIterable<Uint8Array>)
+      take(parser.push(decoder.decode(chunk, { stream: true })));
     take(parser.push(decoder.decode()));
     take(parser.end());
   } else {

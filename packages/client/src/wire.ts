@@ -50,7 +50,12 @@ export function capabilitiesFor(o: EnvelopeOptions): Record<string, unknown> {
 }
 
 /** The JSON body of a 2026-07-28 request: `params` plus the `_meta` envelope. */
-export function requestBody(method: string, params: Record<string, unknown>, o: EnvelopeOptions, id: string | number): string {
+export function requestBody(
+  method: string,
+  params: Record<string, unknown>,
+  o: EnvelopeOptions,
+  id: string | number,
+): string {
   return JSON.stringify({
     jsonrpc: '2.0',
     id,
@@ -70,8 +75,16 @@ export function requestBody(method: string, params: Record<string, unknown>, o: 
 /** The body field `Mcp-Name` mirrors, per method (SEP-2243 table, spec transport §2.3; T-42); undefined when none. */
 export function mcpNameFor(method: string, params: Record<string, unknown>): string | undefined {
   const field =
-    method === 'tools/call' || method === 'prompts/get' ? 'name' : method === 'resources/read' ? 'uri' : method.startsWith('tasks/') ? 'taskId' : undefined;
+    method === 'tools/call' || method === 'prompts/get'
+      ? 'name'
+      : method === 'resources/read'
+        ? 'uri'
+        : method.startsWith('tasks/')
+          ? 'taskId'
+          : undefined;
   const v = field === undefined ? undefined : params[field];
+  // String() as the gateway reads the same field: an object there is refused as invalid params anyway.
+  // eslint-disable-next-line @typescript-eslint/no-base-to-string -- mirrors the server's String() of the field
   return v === undefined ? undefined : String(v);
 }
 
@@ -82,7 +95,8 @@ const SAFE_PLAIN = /^[\x21-\x7e](?:[\x20-\x7e]*[\x21-\x7e])?$/;
  * trailing whitespace that does not itself look like a sentinel, else `=?base64?<Base64 of UTF-8>?=`.
  */
 export function encodeHeaderValue(value: string): string {
-  if (value === '' || (SAFE_PLAIN.test(value) && !(value.startsWith('=?base64?') && value.endsWith('?=')))) return value;
+  if (value === '' || (SAFE_PLAIN.test(value) && !(value.startsWith('=?base64?') && value.endsWith('?='))))
+    return value;
   return `=?base64?${Buffer.from(value, 'utf8').toString('base64')}?=`;
 }
 
@@ -116,7 +130,8 @@ export function paramHeaders(inputSchema: unknown, args: Record<string, unknown>
       const header = sub['x-mcp-header'];
       if (typeof header === 'string' && header.length > 0) {
         if (typeof v === 'string') out[`mcp-param-${header.toLowerCase()}`] = encodeHeaderValue(v);
-        else if (typeof v === 'boolean' || (typeof v === 'number' && Number.isFinite(v))) out[`mcp-param-${header.toLowerCase()}`] = String(v);
+        else if (typeof v === 'boolean' || (typeof v === 'number' && Number.isFinite(v)))
+          out[`mcp-param-${header.toLowerCase()}`] = String(v);
       }
       visit(sub, v);
     }

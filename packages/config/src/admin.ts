@@ -1,5 +1,5 @@
 /**
- * The queue view (issue 11 §4): Bull Board on a separate admin listener of the gateway, off
+ * The queue view: Bull Board on a separate admin listener of the gateway, off
  * unless `ADMIN_API_KEYS` is set.
  *
  * Variables:
@@ -10,7 +10,7 @@
  *   ADMIN_READ_ONLY  `false` lets admins retry, promote, clean or remove jobs (default true)
  */
 import { z } from 'zod';
-import { apiKeysSchema, type ApiKeyEntry } from './auth.js';
+import { apiKeysSchema, type ApiKeyEntry } from './auth-schema.js';
 
 /** `config.admin`, present only when ADMIN_API_KEYS is set. */
 export interface AdminConfig {
@@ -25,14 +25,19 @@ export const ADMIN_VARIABLES_SCHEMA = z.object({
   ADMIN_API_KEYS: apiKeysSchema.optional(),
   ADMIN_HOST: z.string().min(1).default('127.0.0.1'),
   ADMIN_PORT: z.coerce.number().int().min(0).max(65535).default(3100),
-  ADMIN_READ_ONLY: z.enum(['true', 'false']).default('true').transform((v) => v === 'true'),
+  ADMIN_READ_ONLY: z
+    .enum(['true', 'false'])
+    .default('true')
+    .transform((v) => v === 'true'),
 });
 
 /**
  * Parses the admin variables of `env` (empty values already removed).
  * @returns the config (`undefined` = admin view off), or a one-line problem naming the variable.
  */
-export function parseAdminConfig(env: Record<string, string | undefined>): AdminConfig | undefined | { problem: string } {
+export function parseAdminConfig(
+  env: Record<string, string | undefined>,
+): AdminConfig | undefined | { problem: string } {
   const parsed = ADMIN_VARIABLES_SCHEMA.safeParse(env);
   if (!parsed.success) {
     const issue = parsed.error.issues[0]!;

@@ -1,8 +1,10 @@
 /**
- * Authentication and `requestState` key configuration (issue 10 §1 and §3, design D9).
+ * Authentication and `requestState` key configuration (design D9).
  *
  * Variables (each documented in `.env.example`):
  *  - `AUTH_API_KEYS`            `principal:key` or `principal:sha256:<64 hex>`, comma-separated;
+ *  - `AUTH_API_KEYS_FILE`       a file of such entries, re-read by the gateway every
+ *                               `AUTH_API_KEYS_RELOAD_MS` (default 5000) (api-keys-file.ts);
  *  - `AUTH_JWT_ISSUER`          the one trusted issuer (`iss`), an https URL (http on loopback);
  *  - `AUTH_JWT_JWKS_URL`        https URL (http on loopback), `file:` URL, or an inline JWKS JSON;
  *  - `AUTH_JWT_AUDIENCE`        the required `aud` (default `PUBLIC_URL`);
@@ -22,54 +24,38 @@
  *    `REQUEST_STATE_KEYS` (or the deprecated `REQUEST_STATE_KEY`) is required. An explicit
  *    `AUTH_ALLOW_ANONYMOUS=true` does not allow the public key: a forged continuation can set a
  *    tool's state, which answering questions as `anonymous` cannot.
+ *  - In production (`NODE_ENV=production`, exactly) the public development key is refused in
+ *    REQUEST_STATE_KEYS, and every raw API key and requestState secret must pass the strength
+ *    check (key-strength.ts).
  *  - API keys are kept only as SHA-256 digests. Request-state secrets are non-enumerable
  *    properties, so `JSON.stringify(config)` and `util.inspect(config)` never print them.
+ *
+ * The variables' schema is auth-schema.ts; this file applies the rules between them.
  *
  * Every refusal is a `ConfigError` whose message is one line naming the variable, and never
  * contains a key or secret.
  */
-import { createHash } from 'node:crypto';
-import { isIP } from 'node:net';
-import { fileURLToPath } from 'node:url';
-import { z } from 'zod';
 import { ConfigError } from './errors.js';
+import { readApiKeysFile, weakKeysProblem } from './api-keys-file.js';
+import { weakKeyProblem } from './key-strength.js';
+import { authSchema, isLoopbackHost, type ApiKeyEntry, type AuthEnv, type JwksSource } from './auth-schema.js';
 
-/** Allowed API-key principal names: 1-64 of letters, digits, `.`, `_`, `-`. */
-export const PRINCIPAL_NAME_PATTERN = /^[A-Za-z0-9._-]{1,64}$/;
-/** Allowed `requestState` key ids (the JWS `kid`): 1-64 of letters, digits, `.`, `_`, `-`. */
-export const KEY_ID_PATTERN = /^[A-Za-z0-9._-]{1,64}$/;
-/** RFC 6750 `b64token`: the characters a Bearer credential may use. */
-const B64TOKEN = /^[A-Za-z0-9\-._~+/]+=*$/;
-/** RFC 6749 scope-token. */
-const SCOPE_TOKEN = /^[\x21\x23-\x5B\x5D-\x7E]+$/;
-export const MIN_API_KEY_CHARS = 16;
-const MAX_API_KEY_CHARS = 4096;
-export const MIN_REQUEST_STATE_SECRET_CHARS = 32;
+export {
+  PRINCIPAL_NAME_PATTERN,
+  KEY_ID_PATTERN,
+  MIN_API_KEY_CHARS,
+  MIN_REQUEST_STATE_SECRET_CHARS,
+  AUTH_VARIABLES,
+  apiKeysSchema,
+  isLoopbackHost,
+  jwksProblem,
+} from './auth-schema.js';
+export type { ApiKeyEntry, JsonWebKeySet, JwksSource } from './auth-schema.js';
 
 /** Key id of the built-in development key, and of the deprecated single `REQUEST_STATE_KEY`. */
 export const DEV_REQUEST_STATE_KID = 'dev';
 export const LEGACY_REQUEST_STATE_KID = 'legacy';
 const DEV_REQUEST_STATE_KEY = 'dev-only-request-state-key-change-me-0123456789';
-
-/** One configured API key: the principal name and SHA-256 of the key (32 bytes); never the key. */
-export interface ApiKeyEntry {
-  readonly name: string;
-  readonly digest: Buffer;
-}
-
-/** A JSON Web Key Set (RFC 7517 §5). */
-export interface JsonWebKeySet {
-  keys: Record<string, unknown>[];
-}
-
-/** Where the issuer's public keys come from. */
-export type JwksSource =
-  /** Fetched and cached (jose `createRemoteJWKSet`). */
-  | { kind: 'remote'; url: string }
-  /** Read once when the authenticator is created (air-gapped setups; rotate by restarting). */
-  | { kind: 'file'; url: string }
-  /** Given inline in `AUTH_JWT_JWKS_URL` (air-gapped setups). */
-  | { kind: 'inline'; jwks: JsonWebKeySet };
 
 /** OAuth 2.1 resource-server settings (JWT access tokens). */
 export interface JwtConfig {
@@ -88,8 +74,12 @@ export interface JwtConfig {
 
 /** `config.auth`. */
 export interface AuthConfig {
-  /** API keys (empty = none). */
+  /** API keys (empty = none): AUTH_API_KEYS and, at start, the keys file's. */
   apiKeys: ApiKeyEntry[];
+  /** The keys of AUTH_API_KEYS alone (fixed while the gateway runs). */
+  fixedApiKeys: ApiKeyEntry[];
+  /** AUTH_API_KEYS_FILE (absolute or relative path) and how often it is re-read (ms). */
+  apiKeysFile?: { path: string; reloadMs: number };
   /** JWT access tokens, when `AUTH_JWT_ISSUER` is set. */
   jwt?: JwtConfig;
   /** `PUBLIC_URL` in canonical form (WHATWG URL `href`); required with JWT. */
@@ -119,226 +109,12 @@ export interface RequestStateConfig {
 /** What `loadAuthConfig` needs from the rest of the configuration. */
 export interface AuthContext {
   nodeEnv: string;
+  /** Digests of ADMIN_API_KEYS (none may be an MCP key). */
+  adminDigests?: readonly Uint8Array[];
   /** The address the gateway binds (`HOST`). */
   host: string;
   requestStateTtlSeconds: number;
 }
-
-const sha256 = (s: string) => createHash('sha256').update(s, 'utf8').digest();
-
-/** `localhost`, 127.0.0.0/8, `::1` (with or without brackets). */
-export function isLoopbackHost(host: string): boolean {
-  const h = host.trim().toLowerCase().replace(/^\[(.*)\]$/, '$1');
-  if (h === 'localhost' || h === '::1') return true;
-  if (isIP(h) === 4) return h.startsWith('127.');
-  return false;
-}
-
-/**
- * Why `jwks` is not a usable public JWK Set, or `undefined` when it is. Refuses private or
- * symmetric members: a published secret key would let anyone sign tokens.
- */
-export function jwksProblem(jwks: unknown): string | undefined {
-  if (!jwks || typeof jwks !== 'object' || !Array.isArray((jwks as JsonWebKeySet).keys)) return 'must be a JWK Set: {"keys":[...]}';
-  const keys = (jwks as JsonWebKeySet).keys;
-  if (keys.length === 0) return 'the JWK Set has no keys';
-  for (const [i, k] of keys.entries()) {
-    if (!k || typeof k !== 'object' || typeof k.kty !== 'string') return `key ${i + 1} has no "kty"`;
-    if (k.kty === 'oct') return `key ${i + 1} is a symmetric ("oct") key; publish only public keys`;
-    if ('d' in k || 'p' in k || 'k' in k) return `key ${i + 1} holds private key material; publish only public keys`;
-  }
-  return undefined;
-}
-
-/** Splits a comma list, trimming and dropping empty items (a trailing comma is harmless). */
-const items = (v: string) => v.split(',').map((s) => s.trim()).filter(Boolean);
-
-/** An http(s) URL; http only for a loopback host. */
-function httpsUrl(v: string, ctx: z.RefinementCtx): URL | undefined {
-  let u: URL;
-  try {
-    u = new URL(v);
-  } catch {
-    ctx.addIssue({ code: 'custom', message: 'must be an absolute URL such as https://example.com/...' });
-    return undefined;
-  }
-  if (u.protocol !== 'https:' && !(u.protocol === 'http:' && isLoopbackHost(u.hostname))) {
-    ctx.addIssue({ code: 'custom', message: 'must be an https URL (http only for a loopback host)' });
-    return undefined;
-  }
-  if (u.username || u.password) {
-    ctx.addIssue({ code: 'custom', message: 'must not carry a user name or password' });
-    return undefined;
-  }
-  return u;
-}
-
-/** `principal:key,...` or `principal:sha256:<hex>` entries → digests (AUTH_API_KEYS, ADMIN_API_KEYS). */
-export const apiKeysSchema = z.string().transform((v, ctx): ApiKeyEntry[] => {
-  const out: ApiKeyEntry[] = [];
-  const seen = new Map<string, number>();
-  const entries = items(v);
-  if (entries.length === 0) {
-    ctx.addIssue({ code: 'custom', message: 'no entries; expected principal:key or principal:sha256:<64 hex digits>, comma-separated' });
-    return z.NEVER;
-  }
-  for (const [i, entry] of entries.entries()) {
-    const n = i + 1;
-    const colon = entry.indexOf(':');
-    const name = colon > 0 ? entry.slice(0, colon) : '';
-    // Never echo the value: an entry without a name may be a bare key.
-    if (!PRINCIPAL_NAME_PATTERN.test(name)) {
-      ctx.addIssue({ code: 'custom', message: `entry ${n}: expected principal:key or principal:sha256:<64 hex digits>, principal being 1-64 letters, digits, ".", "_" or "-"` });
-      return z.NEVER;
-    }
-    const rest = entry.slice(colon + 1);
-    let digest: Buffer;
-    if (rest.startsWith('sha256:')) {
-      const hex = rest.slice('sha256:'.length);
-      if (!/^[0-9a-fA-F]{64}$/.test(hex)) {
-        ctx.addIssue({ code: 'custom', message: `entry ${n} (principal "${name}"): the sha256 form needs exactly 64 hex digits (sha256 of the key)` });
-        return z.NEVER;
-      }
-      digest = Buffer.from(hex, 'hex');
-    } else {
-      if (rest.length < MIN_API_KEY_CHARS) {
-        ctx.addIssue({ code: 'custom', message: `entry ${n} (principal "${name}"): key shorter than ${MIN_API_KEY_CHARS} characters; generate one with: openssl rand -hex 32` });
-        return z.NEVER;
-      }
-      if (rest.length > MAX_API_KEY_CHARS || !B64TOKEN.test(rest)) {
-        ctx.addIssue({ code: 'custom', message: `entry ${n} (principal "${name}"): a key is at most ${MAX_API_KEY_CHARS} of letters, digits, "-", ".", "_", "~", "+", "/" (then "=" padding), as a Bearer token` });
-        return z.NEVER;
-      }
-      digest = sha256(rest);
-    }
-    const hex = digest.toString('hex');
-    const other = seen.get(hex);
-    if (other !== undefined) {
-      ctx.addIssue({ code: 'custom', message: `entries ${other} and ${n} carry the same key; every key must name one principal` });
-      return z.NEVER;
-    }
-    seen.set(hex, n);
-    out.push({ name, digest });
-  }
-  return out;
-});
-
-const issuer = z.string().transform((v, ctx) => {
-  const u = httpsUrl(v, ctx);
-  if (!u) return z.NEVER;
-  if (u.search || u.hash || v.includes('#') || v.includes('?')) {
-    ctx.addIssue({ code: 'custom', message: 'an issuer has no query or fragment (RFC 8414)' });
-    return z.NEVER;
-  }
-  // Kept as written: `iss` is compared as an exact string.
-  return v;
-});
-
-const jwksSource = z.string().transform((v, ctx): JwksSource => {
-  const t = v.trim();
-  if (t.startsWith('{')) {
-    let parsed: unknown;
-    try {
-      parsed = JSON.parse(t);
-    } catch {
-      ctx.addIssue({ code: 'custom', message: 'inline JWKS is not valid JSON' });
-      return z.NEVER;
-    }
-    const problem = jwksProblem(parsed);
-    if (problem) {
-      ctx.addIssue({ code: 'custom', message: `inline JWKS: ${problem}` });
-      return z.NEVER;
-    }
-    return { kind: 'inline', jwks: parsed as JsonWebKeySet };
-  }
-  if (t.startsWith('file:')) {
-    try {
-      fileURLToPath(t);
-    } catch {
-      ctx.addIssue({ code: 'custom', message: 'a file: URL needs an absolute path, e.g. file:///etc/mcp/jwks.json' });
-      return z.NEVER;
-    }
-    return { kind: 'file', url: new URL(t).href };
-  }
-  const u = httpsUrl(t, ctx);
-  if (!u) return z.NEVER;
-  return { kind: 'remote', url: u.href };
-});
-
-const scopes = z.string().transform((v, ctx) => {
-  const list = [...new Set(v.split(/[\s,]+/).filter(Boolean))];
-  const bad = list.find((s) => !SCOPE_TOKEN.test(s));
-  if (bad !== undefined) {
-    ctx.addIssue({ code: 'custom', message: `"${bad.slice(0, 64)}" is not an OAuth scope token` });
-    return z.NEVER;
-  }
-  return list;
-});
-
-const publicUrl = z.string().transform((v, ctx) => {
-  const u = httpsUrl(v, ctx);
-  if (!u) return z.NEVER;
-  if (u.search || u.hash || v.includes('?') || v.includes('#')) {
-    ctx.addIssue({ code: 'custom', message: 'must have no query or fragment (it is the RFC 9728 resource identifier)' });
-    return z.NEVER;
-  }
-  if (!/^[A-Za-z0-9._~/-]*$/.test(u.pathname)) {
-    ctx.addIssue({ code: 'custom', message: 'the path may only use letters, digits, "/", ".", "_", "~" and "-"' });
-    return z.NEVER;
-  }
-  if (u.href !== v) {
-    // Clients compare `resource` with the URL they use, character for character (RFC 9728 §3.3).
-    ctx.addIssue({ code: 'custom', message: `write it in canonical form: ${u.href}` });
-    return z.NEVER;
-  }
-  return u.href;
-});
-
-const ringEntries = z.string().transform((v, ctx): { kid: string; secret: string }[] => {
-  const out: { kid: string; secret: string }[] = [];
-  const entries = items(v);
-  if (entries.length === 0) {
-    ctx.addIssue({ code: 'custom', message: 'no entries; expected kid:secret[,kid:secret...]' });
-    return z.NEVER;
-  }
-  for (const [i, entry] of entries.entries()) {
-    const n = i + 1;
-    const colon = entry.indexOf(':');
-    const kid = colon > 0 ? entry.slice(0, colon) : '';
-    if (!KEY_ID_PATTERN.test(kid)) {
-      ctx.addIssue({ code: 'custom', message: `entry ${n}: expected kid:secret, kid being 1-64 letters, digits, ".", "_" or "-"` });
-      return z.NEVER;
-    }
-    const secret = entry.slice(colon + 1);
-    if (secret.length < MIN_REQUEST_STATE_SECRET_CHARS) {
-      ctx.addIssue({ code: 'custom', message: `entry ${n} (kid "${kid}"): secret shorter than ${MIN_REQUEST_STATE_SECRET_CHARS} characters; generate one with: openssl rand -base64 48` });
-      return z.NEVER;
-    }
-    if (out.some((k) => k.kid === kid)) {
-      ctx.addIssue({ code: 'custom', message: `kid "${kid}" appears twice; every key needs its own kid` });
-      return z.NEVER;
-    }
-    out.push({ kid, secret });
-  }
-  return out;
-});
-
-const authSchema = z.object({
-  AUTH_API_KEYS: apiKeysSchema.optional(),
-  AUTH_JWT_ISSUER: issuer.optional(),
-  AUTH_JWT_JWKS_URL: jwksSource.optional(),
-  AUTH_JWT_AUDIENCE: z.string().optional(),
-  AUTH_JWT_REQUIRED_SCOPES: scopes.optional(),
-  AUTH_JWT_CLOCK_TOLERANCE_S: z.coerce.number().int().min(0).max(300).default(30),
-  AUTH_JWT_JWKS_COOLDOWN_MS: z.coerce.number().int().min(1000).max(600_000).default(30_000),
-  AUTH_ALLOW_ANONYMOUS: z.stringbool({ truthy: ['true'], falsy: ['false'], error: 'must be true or false' }).default(false),
-  PUBLIC_URL: publicUrl.optional(),
-  REQUEST_STATE_KEYS: ringEntries.optional(),
-  REQUEST_STATE_KEY: z.string().min(MIN_REQUEST_STATE_SECRET_CHARS, `must be at least ${MIN_REQUEST_STATE_SECRET_CHARS} characters`).optional(),
-});
-
-/** The environment variables this module reads (the keys of its schema). */
-export const AUTH_VARIABLES: readonly string[] = Object.freeze(Object.keys(authSchema.shape));
 
 function fail(message: string): never {
   throw new ConfigError(`invalid configuration: ${message}`);
@@ -353,29 +129,60 @@ function ringKey(kid: string, secret: string): RequestStateKey {
 
 /**
  * Parses the authentication and `requestState` variables of `env` (empty values already removed)
- * and applies the start rules above.
+ * and applies the start rules above, in steps: parse (`parseAuthEnv`), JWT (`jwtSettings`), API
+ * keys (`apiKeySettings`), anonymous access (`accessSettings`), the key ring (`requestStateRing`).
  * @throws ConfigError one line naming the variable to set or fix.
  */
-export function loadAuthConfig(env: Record<string, string | undefined>, ctx: AuthContext): { auth: AuthConfig; requestState: RequestStateConfig } {
+export function loadAuthConfig(
+  env: Record<string, string | undefined>,
+  ctx: AuthContext,
+): { auth: AuthConfig; requestState: RequestStateConfig } {
+  const production = ctx.nodeEnv === 'production';
+  const e = parseAuthEnv(env, production);
+  const jwt = jwtSettings(e);
+  const keys = apiKeySettings(e, ctx, production);
+  const { auth, devLoopback } = accessSettings(e, keys, jwt, ctx.host, production);
+  const { ring, isDevKey } = requestStateRing(e, devLoopback, production);
+  const requestState = {
+    keys: Object.freeze(ring),
+    ttlSeconds: ctx.requestStateTtlSeconds,
+    isDevKey,
+  };
+  return { auth, requestState };
+}
+
+/** Applies the schema; in production every raw AUTH_API_KEYS key must pass the strength check. */
+function parseAuthEnv(env: Record<string, string | undefined>, production: boolean): AuthEnv {
   const parsed = authSchema.safeParse(env);
   if (!parsed.success) {
     const issue = parsed.error.issues[0]!;
     return fail(`${issue.path.join('.')}: ${issue.message}`);
   }
-  const e = parsed.data;
-  const production = ctx.nodeEnv.toLowerCase() === 'production';
+  if (production && env.AUTH_API_KEYS) {
+    const weak = weakKeysProblem(env.AUTH_API_KEYS, 'AUTH_API_KEYS');
+    if (weak) fail(weak);
+  }
+  return parsed.data;
+}
 
-  // JWT: the issuer and its keys come together; audience and scopes only with them.
-  if (e.AUTH_JWT_ISSUER && !e.AUTH_JWT_JWKS_URL) fail('AUTH_JWT_JWKS_URL must be set with AUTH_JWT_ISSUER (the issuer\'s JWKS: https URL, file: URL or inline JSON)');
-  if (e.AUTH_JWT_JWKS_URL && !e.AUTH_JWT_ISSUER) fail('AUTH_JWT_ISSUER must be set with AUTH_JWT_JWKS_URL (the exact "iss" of accepted tokens)');
+/** JWT: the issuer and its keys come together; audience and scopes only with them; PUBLIC_URL with them. */
+function jwtSettings(e: AuthEnv): JwtConfig | undefined {
+  if (e.AUTH_JWT_ISSUER && !e.AUTH_JWT_JWKS_URL)
+    fail("AUTH_JWT_JWKS_URL must be set with AUTH_JWT_ISSUER (the issuer's JWKS: https URL, file: URL or inline JSON)");
+  if (e.AUTH_JWT_JWKS_URL && !e.AUTH_JWT_ISSUER)
+    fail('AUTH_JWT_ISSUER must be set with AUTH_JWT_JWKS_URL (the exact "iss" of accepted tokens)');
   if (!e.AUTH_JWT_ISSUER) {
-    if (e.AUTH_JWT_AUDIENCE !== undefined) fail('AUTH_JWT_AUDIENCE is set but AUTH_JWT_ISSUER is not (set both, or neither)');
-    if (e.AUTH_JWT_REQUIRED_SCOPES !== undefined) fail('AUTH_JWT_REQUIRED_SCOPES is set but AUTH_JWT_ISSUER is not (set both, or neither)');
+    if (e.AUTH_JWT_AUDIENCE !== undefined)
+      fail('AUTH_JWT_AUDIENCE is set but AUTH_JWT_ISSUER is not (set both, or neither)');
+    if (e.AUTH_JWT_REQUIRED_SCOPES !== undefined)
+      fail('AUTH_JWT_REQUIRED_SCOPES is set but AUTH_JWT_ISSUER is not (set both, or neither)');
   }
   if (e.AUTH_JWT_ISSUER && !e.PUBLIC_URL) {
-    fail('PUBLIC_URL must be set with AUTH_JWT_ISSUER (the MCP endpoint URL clients use, e.g. https://mcp.example.com/mcp; the default token audience)');
+    fail(
+      'PUBLIC_URL must be set with AUTH_JWT_ISSUER (the MCP endpoint URL clients use, e.g. https://mcp.example.com/mcp; the default token audience)',
+    );
   }
-  const jwt: JwtConfig | undefined = e.AUTH_JWT_ISSUER
+  return e.AUTH_JWT_ISSUER
     ? {
         issuer: e.AUTH_JWT_ISSUER,
         audience: e.AUTH_JWT_AUDIENCE ?? e.PUBLIC_URL!,
@@ -385,27 +192,66 @@ export function loadAuthConfig(env: Record<string, string | undefined>, ctx: Aut
         jwksCooldownMs: e.AUTH_JWT_JWKS_COOLDOWN_MS,
       }
     : undefined;
-  const keys = e.AUTH_API_KEYS ?? [];
+}
 
-  // Anonymous: explicit, or development on loopback with nothing configured.
-  const configured = keys.length > 0 || jwt !== undefined;
-  const loopback = isLoopbackHost(ctx.host);
+/** AUTH_API_KEYS and, at start, the keys of AUTH_API_KEYS_FILE (checked against the fixed and admin keys). */
+function apiKeySettings(
+  e: AuthEnv,
+  ctx: AuthContext,
+  production: boolean,
+): { fixed: ApiKeyEntry[]; all: ApiKeyEntry[] } {
+  const fixed = e.AUTH_API_KEYS ?? [];
+  if (!e.AUTH_API_KEYS_FILE) return { fixed, all: fixed };
+  const rules = { production, ...(ctx.adminDigests ? { adminDigests: ctx.adminDigests } : {}) };
+  const r = readApiKeysFile(e.AUTH_API_KEYS_FILE, fixed, rules);
+  if ('problem' in r) fail(r.problem);
+  return { fixed, all: [...fixed, ...r.keys] };
+}
+
+/** `config.auth`; anonymous access is explicit, or development on loopback with nothing configured (`devLoopback`). */
+function accessSettings(
+  e: AuthEnv,
+  keys: { fixed: ApiKeyEntry[]; all: ApiKeyEntry[] },
+  jwt: JwtConfig | undefined,
+  host: string,
+  production: boolean,
+): { auth: AuthConfig; devLoopback: boolean } {
+  const configured = keys.all.length > 0 || jwt !== undefined || e.AUTH_API_KEYS_FILE !== undefined;
+  const loopback = isLoopbackHost(host);
   const devLoopback = !configured && loopback && !production;
   if (!configured && !e.AUTH_ALLOW_ANONYMOUS && !devLoopback) {
-    const why = production ? 'NODE_ENV=production' : `HOST=${ctx.host} is not a loopback address`;
-    fail(`no authentication configured (${why}): set AUTH_API_KEYS, or AUTH_JWT_ISSUER + AUTH_JWT_JWKS_URL + PUBLIC_URL, or AUTH_ALLOW_ANONYMOUS=true to serve everyone as one anonymous principal`);
+    const why = production ? 'NODE_ENV=production' : `HOST=${host} is not a loopback address`;
+    fail(
+      `no authentication configured (${why}): set AUTH_API_KEYS, or AUTH_JWT_ISSUER + AUTH_JWT_JWKS_URL + PUBLIC_URL, or AUTH_ALLOW_ANONYMOUS=true to serve everyone as one anonymous principal`,
+    );
   }
   const auth: AuthConfig = {
-    apiKeys: keys,
+    apiKeys: keys.all,
+    fixedApiKeys: keys.fixed,
+    ...(e.AUTH_API_KEYS_FILE
+      ? { apiKeysFile: { path: e.AUTH_API_KEYS_FILE, reloadMs: e.AUTH_API_KEYS_RELOAD_MS } }
+      : {}),
     ...(jwt ? { jwt } : {}),
     ...(e.PUBLIC_URL ? { publicUrl: e.PUBLIC_URL } : {}),
     allowAnonymous: e.AUTH_ALLOW_ANONYMOUS || devLoopback,
     anonymous: e.AUTH_ALLOW_ANONYMOUS ? 'configured' : devLoopback ? 'dev-loopback' : 'off',
   };
+  return { auth, devLoopback };
+}
 
-  // requestState ring: REQUEST_STATE_KEYS, or the deprecated single key, or (dev-loopback only) the dev key.
+/**
+ * The requestState ring: REQUEST_STATE_KEYS, or the deprecated single key, or (dev-loopback
+ * only) the dev key. In production no entry may be the dev key or a weak secret.
+ */
+function requestStateRing(
+  e: AuthEnv,
+  devLoopback: boolean,
+  production: boolean,
+): { ring: RequestStateKey[]; isDevKey: boolean } {
   if (e.REQUEST_STATE_KEYS && e.REQUEST_STATE_KEY) {
-    fail(`set only one of REQUEST_STATE_KEYS and REQUEST_STATE_KEY (to keep the old key verifying, list it in REQUEST_STATE_KEYS as ${LEGACY_REQUEST_STATE_KID}:<key>)`);
+    fail(
+      `set only one of REQUEST_STATE_KEYS and REQUEST_STATE_KEY (to keep the old key verifying, list it in REQUEST_STATE_KEYS as ${LEGACY_REQUEST_STATE_KID}:<key>)`,
+    );
   }
   let ring: RequestStateKey[];
   let isDevKey = false;
@@ -415,25 +261,54 @@ export function loadAuthConfig(env: Record<string, string | undefined>, ctx: Aut
     ring = [ringKey(DEV_REQUEST_STATE_KID, DEV_REQUEST_STATE_KEY)];
     isDevKey = true;
   } else {
-    fail('REQUEST_STATE_KEYS must be set: kid:secret[,kid:secret...], each secret >= 32 characters, the same on every gateway replica (the built-in key is only for development on a loopback HOST without authentication)');
+    fail(
+      'REQUEST_STATE_KEYS must be set: kid:secret[,kid:secret...], each secret >= 32 characters, the same on every gateway replica (the built-in key is only for development on a loopback HOST without authentication)',
+    );
   }
-  const requestState = { keys: Object.freeze(ring), ttlSeconds: ctx.requestStateTtlSeconds, isDevKey } as RequestStateConfig;
-  return { auth, requestState };
+  if (production) {
+    for (const [i, k] of ring.entries()) {
+      const source = e.REQUEST_STATE_KEYS ? 'REQUEST_STATE_KEYS' : 'REQUEST_STATE_KEY';
+      if (k.secret === DEV_REQUEST_STATE_KEY)
+        fail(
+          `${source}: entry ${i + 1} (kid "${k.kid}") is the public development key, which anyone can use to forge a continuation; generate one with: openssl rand -base64 48`,
+        );
+      const weak = weakKeyProblem(k.secret);
+      if (weak)
+        fail(
+          `${source}: entry ${i + 1} (kid "${k.kid}"): the secret ${weak.replace('openssl rand -hex 32', 'openssl rand -base64 48')}`,
+        );
+    }
+  }
+  return { ring, isDevKey };
 }
 
 /**
  * Lines the gateway logs at `warn` when it starts (design D9): anonymous access and the public
  * development key are never silent.
  */
-export function authStartupWarnings(c: { auth: AuthConfig; requestState: RequestStateConfig }): { event: string; message: string }[] {
+export function authStartupWarnings(c: {
+  auth: AuthConfig;
+  requestState: RequestStateConfig;
+}): { event: string; message: string }[] {
   const out: { event: string; message: string }[] = [];
   if (c.auth.anonymous === 'dev-loopback') {
-    out.push({ event: 'auth.anonymous_dev', message: 'no authentication configured: every request is the anonymous principal (allowed only in development on a loopback HOST); set AUTH_API_KEYS or AUTH_JWT_* before exposing the gateway' });
+    out.push({
+      event: 'auth.anonymous_dev',
+      message:
+        'no authentication configured: every request is the anonymous principal (allowed only in development on a loopback HOST); set AUTH_API_KEYS or AUTH_JWT_* before exposing the gateway',
+    });
   } else if (c.auth.anonymous === 'configured') {
-    out.push({ event: 'auth.anonymous_allowed', message: 'AUTH_ALLOW_ANONYMOUS=true: requests without credentials are served as the anonymous principal' });
+    out.push({
+      event: 'auth.anonymous_allowed',
+      message: 'AUTH_ALLOW_ANONYMOUS=true: requests without credentials are served as the anonymous principal',
+    });
   }
   if (c.requestState.isDevKey) {
-    out.push({ event: 'request_state.dev_key', message: 'requestState is signed with the public development key; set REQUEST_STATE_KEYS (the same on every replica) outside development' });
+    out.push({
+      event: 'request_state.dev_key',
+      message:
+        'requestState is signed with the public development key; set REQUEST_STATE_KEYS (the same on every replica) outside development',
+    });
   }
   return out;
 }

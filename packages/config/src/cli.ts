@@ -1,14 +1,18 @@
 /**
- * Command-line arguments of the entry points (issue 11 §3). The processes are configured by the
+ * Command-line arguments of the entry points. The processes are configured by the
  * environment only; their command line takes just `--help` and `--version`, answered before
  * anything starts: no configuration is read, no Redis is contacted, no port is opened.
  * Parsing is node:util `parseArgs` (strict: an unknown option is an error, exit 2).
  */
 import { readFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
+import { ConfigError } from './errors.js';
+import { loadConfig } from './load-config.js';
+import type { Config } from './config-type.js';
 
 /** What `parseEntryArgs` found. */
-export type EntryArgs = { action: 'run' } | { action: 'help' } | { action: 'version' } | { action: 'error'; message: string };
+export type EntryArgs =
+  { action: 'run' } | { action: 'help' } | { action: 'version' } | { action: 'error'; message: string };
 
 /** Parses `argv` (without node and the script): `-h`/`--help`, `-v`/`--version`, nothing else. */
 export function parseEntryArgs(argv: readonly string[]): EntryArgs {
@@ -27,13 +31,19 @@ export function parseEntryArgs(argv: readonly string[]): EntryArgs {
   }
 }
 
+/** The service's name: MCP `serverInfo.name`, the tracer's name, the OAuth resource name, `--version`. */
+export const SERVICE_NAME = 'mcp-task-service';
+
 /**
  * The service's version: `version` of the repository's package.json (three levels above this
  * file, from `src/` and from `dist/` alike), or `unknown` when it cannot be read.
  */
 export function serviceVersion(): string {
   try {
-    const pkg = JSON.parse(readFileSync(new URL('../../../package.json', import.meta.url), 'utf8')) as { name?: string; version?: string };
+    const pkg = JSON.parse(readFileSync(new URL('../../../package.json', import.meta.url), 'utf8')) as {
+      name?: string;
+      version?: string;
+    };
     return pkg.version ?? 'unknown';
   } catch {
     return 'unknown';
@@ -70,9 +80,25 @@ export function handleEntryArgs(argv: readonly string[], name: string, usage: st
     process.exit(0);
   }
   if (a.action === 'version') {
-    process.stdout.write(`mcp-task-service ${name} ${serviceVersion()}\n`);
+    process.stdout.write(`${SERVICE_NAME} ${name} ${serviceVersion()}\n`);
     process.exit(0);
   }
   process.stderr.write(`${name}: ${a.message} (the configuration comes from the environment; try --help)\n`);
   process.exit(2);
+}
+
+/**
+ * `loadConfig(process.env, {role})` for an entry point: a `ConfigError` is one line on stderr,
+ * `<name>: invalid configuration: …`, and exit 1 (no stack trace); any other error is thrown.
+ */
+export function loadConfigOrExit(name: string, role: 'gateway' | 'worker'): Config {
+  try {
+    return loadConfig(process.env, { role });
+  } catch (e) {
+    if (e instanceof ConfigError) {
+      console.error(`${name}: ${e.message}`);
+      process.exit(1);
+    }
+    throw e;
+  }
 }

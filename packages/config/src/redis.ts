@@ -1,5 +1,5 @@
 /**
- * The Redis topology (issue 9 §7, case N-10): one Redis, a Redis Cluster, or a master found
+ * The Redis topology (case N-10): one Redis, a Redis Cluster, or a master found
  * through Sentinel. Exactly one applies:
  *
  *   REDIS_URL                 one Redis (default redis://127.0.0.1:6379); `rediss://` = TLS
@@ -62,7 +62,10 @@ export const DEFAULT_REDIS_URL = 'redis://127.0.0.1:6379';
 function addressList(defaultPort: number) {
   return z.string().transform((v, ctx) => {
     const out: RedisAddress[] = [];
-    for (const item of v.split(',').map((s) => s.trim()).filter(Boolean)) {
+    for (const item of v
+      .split(',')
+      .map((s) => s.trim())
+      .filter(Boolean)) {
       const m = /^(\[[0-9a-fA-F:.]+\]|[^:[\]\s]+)(?::(\d{1,5}))?$/.exec(item);
       const port = m?.[2] === undefined ? defaultPort : Number(m[2]);
       if (!m || port < 1 || port > 65535) {
@@ -111,11 +114,18 @@ export function parseRedisConfig(env: Record<string, string | undefined>): Redis
     ...(e.REDIS_USERNAME ? { username: e.REDIS_USERNAME } : {}),
     ...(e.REDIS_PASSWORD ? { password: e.REDIS_PASSWORD } : {}),
     tls: e.REDIS_TLS,
-    ...(e.REDIS_WAIT_REPLICAS > 0 ? { waitReplicas: e.REDIS_WAIT_REPLICAS, waitTimeoutMs: e.REDIS_WAIT_TIMEOUT_MS } : {}),
+    ...(e.REDIS_WAIT_REPLICAS > 0
+      ? { waitReplicas: e.REDIS_WAIT_REPLICAS, waitTimeoutMs: e.REDIS_WAIT_TIMEOUT_MS }
+      : {}),
   };
-  if (e.REDIS_CLUSTER_NODES && e.REDIS_SENTINELS) return { problem: 'REDIS_CLUSTER_NODES and REDIS_SENTINELS: set one of them (a Redis Cluster or Sentinel), not both' };
+  if (e.REDIS_CLUSTER_NODES && e.REDIS_SENTINELS)
+    return {
+      problem: 'REDIS_CLUSTER_NODES and REDIS_SENTINELS: set one of them (a Redis Cluster or Sentinel), not both',
+    };
   if (e.REDIS_URL && (e.REDIS_CLUSTER_NODES || e.REDIS_SENTINELS)) {
-    return { problem: `REDIS_URL and ${e.REDIS_CLUSTER_NODES ? 'REDIS_CLUSTER_NODES' : 'REDIS_SENTINELS'}: set one of them, not both (unset REDIS_URL)` };
+    return {
+      problem: `REDIS_URL and ${e.REDIS_CLUSTER_NODES ? 'REDIS_CLUSTER_NODES' : 'REDIS_SENTINELS'}: set one of them, not both (unset REDIS_URL)`,
+    };
   }
   if (!e.REDIS_SENTINELS) {
     const stray = (['REDIS_SENTINEL_NAME', 'REDIS_SENTINEL_PASSWORD'] as const).find((k) => e[k] !== undefined);
@@ -123,11 +133,18 @@ export function parseRedisConfig(env: Record<string, string | undefined>): Redis
   }
   if (e.REDIS_CLUSTER_NODES) {
     // A creation writes to two slots (record, job), likely on two masters: one WAIT cannot cover both.
-    if (e.REDIS_WAIT_REPLICAS > 0) return { problem: 'REDIS_WAIT_REPLICAS: not supported with REDIS_CLUSTER_NODES (a creation writes to more than one master); unset it or set 0' };
+    if (e.REDIS_WAIT_REPLICAS > 0)
+      return {
+        problem:
+          'REDIS_WAIT_REPLICAS: not supported with REDIS_CLUSTER_NODES (a creation writes to more than one master); unset it or set 0',
+      };
     return { mode: 'cluster', nodes: e.REDIS_CLUSTER_NODES, ...common };
   }
   if (e.REDIS_SENTINELS) {
-    if (!e.REDIS_SENTINEL_NAME) return { problem: 'REDIS_SENTINEL_NAME: required with REDIS_SENTINELS (the master group name the Sentinels monitor)' };
+    if (!e.REDIS_SENTINEL_NAME)
+      return {
+        problem: 'REDIS_SENTINEL_NAME: required with REDIS_SENTINELS (the master group name the Sentinels monitor)',
+      };
     return {
       mode: 'sentinel',
       sentinels: e.REDIS_SENTINELS,

@@ -1,5 +1,5 @@
 /**
- * What a process says about its configuration when it starts (issue 11 §3): which Redis (topology,
+ * What a process says about its configuration when it starts: which Redis (topology,
  * redis.ts `describeRedis`) and key prefix it writes to, which tools it loads, how it authenticates. Never a secret: the Redis
  * password is replaced by `***`, API keys are counted, not shown.
  */

@@ -1,5 +1,5 @@
 /**
- * Completion webhooks (issue 11 §5): where a finished task is announced, how it is signed
+ * Completion webhooks: where a finished task is announced, how it is signed
  * (Standard Webhooks, `whsec_` secrets), and how deliveries are retried. Read by gateways and
  * workers alike (both enqueue deliveries; workers send them): set the same values everywhere.
  *
@@ -99,8 +99,10 @@ export function parseWebhookConfig(env: Record<string, string | undefined>): Web
   const e = parsed.data;
   let global: WebhookTarget | undefined;
   if (e.TASK_WEBHOOK_URL !== undefined || e.TASK_WEBHOOK_SECRET !== undefined) {
-    if (e.TASK_WEBHOOK_URL === undefined) return { problem: 'TASK_WEBHOOK_URL: required when TASK_WEBHOOK_SECRET is set' };
-    if (e.TASK_WEBHOOK_SECRET === undefined) return { problem: 'TASK_WEBHOOK_SECRET: required when TASK_WEBHOOK_URL is set' };
+    if (e.TASK_WEBHOOK_URL === undefined)
+      return { problem: 'TASK_WEBHOOK_URL: required when TASK_WEBHOOK_SECRET is set' };
+    if (e.TASK_WEBHOOK_SECRET === undefined)
+      return { problem: 'TASK_WEBHOOK_SECRET: required when TASK_WEBHOOK_URL is set' };
     const up = webhookUrlProblem(e.TASK_WEBHOOK_URL);
     if (up) return { problem: `TASK_WEBHOOK_URL: ${up}` };
     const sp = webhookSecretProblem(e.TASK_WEBHOOK_SECRET);
@@ -111,16 +113,24 @@ export function parseWebhookConfig(env: Record<string, string | undefined>): Web
   try {
     raw = JSON.parse(e.TASK_WEBHOOKS_BY_PRINCIPAL);
   } catch {
-    return { problem: 'TASK_WEBHOOKS_BY_PRINCIPAL: must be a JSON object such as {"key:alice":{"url":"https://...","secret":"whsec_..."}}' };
+    return {
+      problem:
+        'TASK_WEBHOOKS_BY_PRINCIPAL: must be a JSON object such as {"key:alice":{"url":"https://...","secret":"whsec_..."}}',
+    };
   }
   if (!raw || typeof raw !== 'object' || Array.isArray(raw)) {
-    return { problem: 'TASK_WEBHOOKS_BY_PRINCIPAL: must be a JSON object such as {"key:alice":{"url":"https://...","secret":"whsec_..."}}' };
+    return {
+      problem:
+        'TASK_WEBHOOKS_BY_PRINCIPAL: must be a JSON object such as {"key:alice":{"url":"https://...","secret":"whsec_..."}}',
+    };
   }
-  const byPrincipal: Record<string, WebhookTarget> = Object.create(null);
+  const byPrincipal = Object.create(null) as Record<string, WebhookTarget>;
   for (const [principal, v] of Object.entries(raw as Record<string, unknown>)) {
     const entry = v as { url?: unknown; secret?: unknown } | null;
     if (!entry || typeof entry !== 'object' || typeof entry.url !== 'string' || typeof entry.secret !== 'string') {
-      return { problem: `TASK_WEBHOOKS_BY_PRINCIPAL: the entry of "${principal}" must be {"url": "...", "secret": "whsec_..."}` };
+      return {
+        problem: `TASK_WEBHOOKS_BY_PRINCIPAL: the entry of "${principal}" must be {"url": "...", "secret": "whsec_..."}`,
+      };
     }
     const up = webhookUrlProblem(entry.url);
     if (up) return { problem: `TASK_WEBHOOKS_BY_PRINCIPAL: the url of "${principal}" ${up}` };

@@ -1,5 +1,5 @@
 /**
- * Redis time for every timestamp and expiry a process writes or checks (issue 9 §6, case N-11).
+ * Redis time for every timestamp and expiry a process writes or checks (case N-11).
  *
  * Replicas' clocks disagree; Redis' does not (one server, or one primary). `RedisClock.now()` is
  * Redis' `TIME` as last sampled, carried forward by this process' monotonic clock
@@ -21,9 +21,6 @@ import type { RedisClient } from './redis.js';
 export interface Clock {
   now(): number;
 }
-
-/** The process clock (tests, tools). */
-export const systemClock: Clock = { now: () => Date.now() };
 
 /** How far `RedisClock.now()` may be from Redis' `TIME` (ms); continuations are checked with no more slack than this. */
 export const TOLERANCE_MS = 1000;

@@ -35,7 +35,13 @@ export class TaskEvents {
   async listen(channel: string, fn: Listener): Promise<() => Promise<void>> {
     let entry = this.channels.get(channel);
     if (!entry) {
-      entry = { listeners: new Set(), ready: this.sub.subscribe(channel).then(() => undefined, () => undefined) };
+      entry = {
+        listeners: new Set(),
+        ready: this.sub.subscribe(channel).then(
+          () => undefined,
+          () => undefined,
+        ),
+      };
       this.channels.set(channel, entry);
     }
     entry.listeners.add(fn);
@@ -86,5 +92,4 @@ export class TaskEvents {
     this.channels.delete(channel);
     await this.sub.unsubscribe(channel).catch(() => undefined);
   }
-
 }

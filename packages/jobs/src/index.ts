@@ -1,7 +1,7 @@
 /**
  * The BullMQ side shared by gateway and worker: queues, job payloads, job ids, and the
  * cross-process signals (design D5). One BullMQ job per task step, job id
- * `t.<taskId>.<step>`, so re-adding a step is idempotent (bullmq-notes §1).
+ * `t.<taskId>.<step>`, so re-adding a step is idempotent (BullMQ ignores an add whose job id exists).
  *
  * Redis keys (owned by BullMQ's retention settings below):
  *   `<prefix>:{jobs}:tools:*`        step jobs and input-timeout jobs (shard 0: every task when
@@ -22,6 +22,7 @@ import { stepJobId } from '@mcp-tasks/task-store';
 
 export * from './redis.js';
 export * from './clock.js';
+export * from './process-redis.js';
 export { TaskEvents, type ChannelWatch } from './events.js';
 export { WorkerPresence, newWorkerId, startHeartbeat, type Heartbeat } from './presence.js';
 export { queueDepth, queueDepthAll, type QueueDepth } from './queue-depth.js';
@@ -47,7 +48,7 @@ export interface JobTrace {
 
 /**
  * Payload of a step job and of an input-timeout job. `tool` and `createdAt` (ms) label the
- * worker's metrics (issue 9 §3); `trace` parents the step's span (N-14). All three are absent in
+ * worker's metrics; `trace` parents the step's span (N-14). All three are absent in
  * jobs enqueued before they existed.
  */
 export interface StepJobData {
@@ -56,6 +57,8 @@ export interface StepJobData {
   tool?: string;
   createdAt?: number;
   trace?: JobTrace;
+  /** Retries of this step so far (`ToolRetry`, R-04): set by the worker before it delays the job. */
+  retries?: number;
 }
 
 /** What an enqueue may add to a job's payload (see StepJobData). */
@@ -70,13 +73,13 @@ function extras(data: StepJobExtras): StepJobExtras {
   return out;
 }
 
-/** BullMQ prefix: one hash tag so every queue key sits in one Cluster slot (bullmq-notes §7). */
+/**
+ * BullMQ prefix: one hash tag so every queue key sits in one Cluster slot (BullMQ's scripts touch
+ * many keys of a queue at once: CROSSSLOT otherwise).
+ */
 export function bullPrefix(keyPrefix: string): string {
   return `${keyPrefix}:{jobs}`;
 }
-
-/** Largest TOOL_QUEUE_SHARDS. */
-export const MAX_TOOL_QUEUE_SHARDS = 64;
 
 /** FNV-1a, 32 bits, of the UTF-8 bytes of `s` (an unsigned integer). */
 export function fnv1a32(s: string): number {
@@ -89,7 +92,7 @@ export function fnv1a32(s: string): number {
 }
 
 /**
- * The tools-queue shard of a task (issue 9 §7): FNV-1a(taskId) mod `shards`; always 0 with one
+ * The tools-queue shard of a task: FNV-1a(taskId) mod `shards`; always 0 with one
  * shard. Pure: every gateway and worker computes the same shard for a task.
  */
 export function toolShard(taskId: string, shards: number): number {
@@ -111,7 +114,7 @@ export const KEEP_COMPLETED_JOBS = 1000;
 export const KEEP_FAILED_JOBS = 5000;
 
 /**
- * Retention of finished step jobs (case B-15, issue 8): by count (the last KEEP_COMPLETED_JOBS
+ * Retention of finished step jobs (case B-15): by count (the last KEEP_COMPLETED_JOBS
  * completed and KEEP_FAILED_JOBS failed jobs) and by age, no longer than the task they belong
  * to lives (its `ttlMs`, at least 1 s; at most 1 day for completed and 7 days for failed
  * jobs). Nothing depends on a finished job: the task record is the truth, and a step job
@@ -133,13 +136,16 @@ export function jobRetention(taskTtlMs: number): JobRetention {
 }
 
 /** BullMQ's `removeOnComplete` / `removeOnFail` of a step job, and their ages (seconds). */
-export type JobRetention = Pick<JobsOptions, 'removeOnComplete' | 'removeOnFail'> & { completedAgeS: number; failedAgeS: number };
+export type JobRetention = Pick<JobsOptions, 'removeOnComplete' | 'removeOnFail'> & {
+  completedAgeS: number;
+  failedAgeS: number;
+};
 
 /** Highest BullMQ job priority (2^21 - 1); lower runs first, 0 = none (runs before all prioritized jobs). */
 export const MAX_JOB_PRIORITY = 2_097_151;
 
 /**
- * Fair share of worker slots (issue 10 §4, docs/architecture.md "Fair share of workers"): the
+ * Fair share of worker slots (docs/architecture.md "Fair share of workers"): the
  * BullMQ priority of a step job is its principal's outstanding-task count when it is enqueued
  * (`TaskStore.reserveOutstanding(...).count`, or `outstandingCount` for a resumed step), so a
  * principal's n-th queued task waits behind every other principal's first n. Clamped to
@@ -172,10 +178,19 @@ export class JobQueues {
    */
   private readonly retention: JobRetention;
 
-  constructor(private readonly connection: RedisClient, keyPrefix: string, taskTtlMs: number, onError: (err: Error) => void = () => undefined, shards = 1) {
+  constructor(
+    private readonly connection: RedisClient,
+    keyPrefix: string,
+    taskTtlMs: number,
+    onError: (err: Error) => void = () => undefined,
+    shards = 1,
+  ) {
     this.retention = jobRetention(taskTtlMs);
     const opts = { connection, prefix: bullPrefix(keyPrefix), streams: { events: { maxLen: EVENTS_MAX_LEN } } };
-    this.toolShards = Array.from({ length: Math.max(1, shards) }, (_, i) => new Queue(TOOLS_QUEUE, { ...opts, prefix: toolsPrefix(keyPrefix, i) }));
+    this.toolShards = Array.from(
+      { length: Math.max(1, shards) },
+      (_, i) => new Queue(TOOLS_QUEUE, { ...opts, prefix: toolsPrefix(keyPrefix, i) }),
+    );
     this.tools = this.toolShards[0]!;
     this.maintenance = new Queue(MAINTENANCE_QUEUE, opts);
     for (const q of this.toolShards) q.on('error', onError);
@@ -218,34 +233,47 @@ export class JobQueues {
    * runs before every queued step (one script call), never behind a principal's backlog.
    */
   async scheduleInputTimeout(taskId: string, step: number, delayMs: number, data: StepJobExtras = {}): Promise<void> {
-    await this.toolsFor(taskId).add(JOB_INPUT_TIMEOUT, { taskId, step, ...extras({ tool: data.tool, createdAt: data.createdAt }) } satisfies StepJobData, {
-      jobId: `${stepJobId(taskId, step)}.timeout`,
-      delay: delayMs,
-      attempts: 1,
-      removeOnComplete: this.retention.removeOnComplete,
-      removeOnFail: this.retention.removeOnFail,
-    });
+    await this.toolsFor(taskId).add(
+      JOB_INPUT_TIMEOUT,
+      { taskId, step, ...extras({ tool: data.tool, createdAt: data.createdAt }) } satisfies StepJobData,
+      {
+        jobId: `${stepJobId(taskId, step)}.timeout`,
+        delay: delayMs,
+        attempts: 1,
+        removeOnComplete: this.retention.removeOnComplete,
+        removeOnFail: this.retention.removeOnFail,
+      },
+    );
   }
 
   /** Removes a pending input timeout once the answer came (best effort; the job re-checks anyway). */
   async cancelInputTimeout(taskId: string, step: number): Promise<void> {
-    await this.toolsFor(taskId).remove(`${stepJobId(taskId, step)}.timeout`).catch(() => 0);
+    await this.toolsFor(taskId)
+      .remove(`${stepJobId(taskId, step)}.timeout`)
+      .catch(() => 0);
   }
 
   /**
    * Removes finished jobs of the tools queue older than their retention age (`jobRetention`),
    * at most `limit` of each kind per shard and call: BullMQ's own age bound runs only when another job
-   * finishes, so a queue that went quiet would keep them (bullmq-notes §6). The reconciler
+   * finishes, so a queue that went quiet would keep them. The reconciler
    * calls it on every pass. @returns how many completed and failed jobs were removed.
    */
   async cleanFinished(limit = 1000): Promise<{ completed: number; failed: number }> {
     const removed = await Promise.all(
       this.toolShards.flatMap((q) => [
-        q.clean(this.retention.completedAgeS * 1000, limit, 'completed').then((ids) => ({ completed: ids.length, failed: 0 })),
-        q.clean(this.retention.failedAgeS * 1000, limit, 'failed').then((ids) => ({ completed: 0, failed: ids.length })),
+        q
+          .clean(this.retention.completedAgeS * 1000, limit, 'completed')
+          .then((ids) => ({ completed: ids.length, failed: 0 })),
+        q
+          .clean(this.retention.failedAgeS * 1000, limit, 'failed')
+          .then((ids) => ({ completed: 0, failed: ids.length })),
       ]),
     );
-    return removed.reduce((a, b) => ({ completed: a.completed + b.completed, failed: a.failed + b.failed }), { completed: 0, failed: 0 });
+    return removed.reduce((a, b) => ({ completed: a.completed + b.completed, failed: a.failed + b.failed }), {
+      completed: 0,
+      failed: 0,
+    });
   }
 
   /**

@@ -1,5 +1,5 @@
 /**
- * Worker heartbeats (issue 9 §5): which workers are alive, seen from any process.
+ * Worker heartbeats: which workers are alive, seen from any process.
  *
  * Key: `<prefix>:workers`, a sorted set; member = a worker's id (`<hostname>:<pid>:<random>`,
  * nothing secret), score = when that worker stops counting as alive (ms, **Redis time**, so a
@@ -53,7 +53,8 @@ export class WorkerPresence {
 
   constructor(redis: RedisClient, keyPrefix: string) {
     this.key = `${keyPrefix}:workers`;
-    if (!('mcpWorkerHeartbeat' in redis)) redis.defineCommand('mcpWorkerHeartbeat', { numberOfKeys: 1, lua: HEARTBEAT_LUA });
+    if (!('mcpWorkerHeartbeat' in redis))
+      redis.defineCommand('mcpWorkerHeartbeat', { numberOfKeys: 1, lua: HEARTBEAT_LUA });
     if (!('mcpCountWorkers' in redis)) redis.defineCommand('mcpCountWorkers', { numberOfKeys: 1, lua: COUNT_LUA });
     this.redis = redis as PresenceRedis;
   }
@@ -81,7 +82,10 @@ export class WorkerPresence {
    * interval whatever the request rate). A failed count leaves `alive` undefined (unknown).
    * @param onChange called when the count changes (e.g. to log "no worker is running").
    */
-  async watch(everyMs: number, onChange?: (alive: number | undefined, before: number | undefined) => void): Promise<void> {
+  async watch(
+    everyMs: number,
+    onChange?: (alive: number | undefined, before: number | undefined) => void,
+  ): Promise<void> {
     const tick = async () => {
       const before = this.cached;
       this.cached = await this.count().catch(() => undefined);
@@ -108,7 +112,12 @@ export class WorkerPresence {
  * so two lost beats in a row are tolerated. `stop()` ends the loop and removes the entry.
  * `lastOk` is when a beat last succeeded (ms, local clock; for the worker's readiness).
  */
-export function startHeartbeat(presence: WorkerPresence, id: string, everyMs: number, onError: (err: Error) => void = () => undefined) {
+export function startHeartbeat(
+  presence: WorkerPresence,
+  id: string,
+  everyMs: number,
+  onError: (err: Error) => void = () => undefined,
+) {
   const ttlMs = everyMs * 3;
   let lastOk = 0;
   const beat = () =>

@@ -1,5 +1,5 @@
 /**
- * Queue depth of the tools queue (`queueDepthAll`: summed over its shards) as the autoscalers and alerts read it (issue 9 §3), bounded:
+ * Queue depth of the tools queue (`queueDepthAll`: summed over its shards) as the autoscalers and alerts read it, bounded:
  * one `getJobCounts` and at most `3 * sample` job reads per call, whatever the backlog.
  *
  *  - `waiting`: step jobs not started yet. Every step job has a priority (fair share), so BullMQ

@@ -1,12 +1,12 @@
 /**
- * ioredis clients with the settings measured in bullmq-notes §5, for any Redis topology of
- * `config.redis` (packages/config redis.ts, issue 9 §7): one Redis (`REDIS_URL`), a master
+ * ioredis clients with settings measured against Redis restarts (below), for any Redis topology of
+ * `config.redis` (packages/config redis.ts): one Redis (`REDIS_URL`), a master
  * found through Sentinel (`REDIS_SENTINELS`), or a Redis Cluster (`REDIS_CLUSTER_NODES`, an
  * ioredis `Cluster`; every multi-key script and BullMQ queue keeps its keys in one slot, case N-10).
  *  - `request`: gateway request path. Fails fast while Redis is away (offline queue off,
  *    1 retry, 2 s command timeout, no resend after a reconnect) so a client gets an error,
  *    never a ghost write later. Auto-pipelined: the commands that concurrent requests issue in
- *    one event-loop turn leave in one write and come back in one read (issue 8 §3: a creation's
+ *    one event-loop turn leave in one write and come back in one read (a creation's
  *    five round trips cost the gateway a socket write each otherwise). Never used for blocking
  *    commands or subscriptions (those have their own `worker` connections), and never on a
  *    worker, where BullMQ's own ordering of commands matters.
@@ -69,7 +69,8 @@ export function redisOptions(role: RedisRole): RedisOptions {
  * reconnect (Sentinel names the new master). A `worker` client re-sends the refused command
  * (it was not applied); a `request` client does not (its caller already got the error).
  */
-const reconnectOnReadonly = (role: RedisRole) => (err: Error) => (err.message.startsWith('READONLY') ? (role === 'worker' ? 2 : 1) : false);
+const reconnectOnReadonly = (role: RedisRole) => (err: Error) =>
+  err.message.startsWith('READONLY') ? (role === 'worker' ? 2 : 1) : false;
 
 /** ioredis options of a `Cluster` for a role (see the module doc). */
 export function clusterOptions(c: RedisConfig, role: RedisRole, name: string): ClusterOptions {
@@ -170,6 +171,8 @@ export async function connectOrExplain(redis: RedisClient, c: RedisConfig, timeo
         : c.mode === 'sentinel'
           ? 'Check REDIS_SENTINELS, REDIS_SENTINEL_NAME (the master group the Sentinels monitor) and the passwords.'
           : 'Start one (e.g. `redis-server --port 6379`) or set REDIS_URL to a reachable Redis.';
+    // No `cause`: the driver's error may carry the Redis URL with its password; `why` is its redacted message.
+    // eslint-disable-next-line preserve-caught-error -- the cause would leak credentials into logs
     throw new Error(`cannot reach Redis at ${describeRedis(c)} (${why}). ${hint}`);
   } finally {
     if (timer) clearTimeout(timer);
@@ -185,7 +188,7 @@ export async function connectOrExplain(redis: RedisClient, c: RedisConfig, timeo
  */
 export async function evictionPolicy(redis: RedisClient): Promise<string | undefined> {
   try {
-    const policies = await Promise.all(masters(redis).map(async (n) => ((await n.config('GET', 'maxmemory-policy')) as string[])[1]));
+    const policies = await Promise.all(masters(redis).map(async (n) => (await n.config('GET', 'maxmemory-policy'))[1]));
     return policies.find((p) => p !== 'noeviction') ?? policies[0];
   } catch {
     return undefined;
@@ -207,7 +210,9 @@ export function evictionGuard(redis: RedisClient, everyMs = 5000) {
         policy = await evictionPolicy(redis);
         at = Date.now();
       }
-      return policy && policy !== 'noeviction' ? `redis maxmemory-policy is ${policy}: set noeviction (keys and job locks may be evicted)` : undefined;
+      return policy && policy !== 'noeviction'
+        ? `redis maxmemory-policy is ${policy}: set noeviction (keys and job locks may be evicted)`
+        : undefined;
     },
   };
 }
@@ -270,7 +275,7 @@ export async function pingAll(redis: RedisClient): Promise<void> {
   await Promise.all(masters(redis).map((n) => n.ping()));
 }
 /**
- * Waits for a connection to come back (issue 9 §6): `wait(ms)` resolves on the client's next
+ * Waits for a connection to come back: `wait(ms)` resolves on the client's next
  * `ready` event (a reconnect finished) or after `ms`, whichever is first. One `ready` listener
  * per client however many callers wait, so a gateway holding many synchronous calls through an
  * outage adds one listener, not one per call.

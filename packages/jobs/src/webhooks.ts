@@ -1,5 +1,5 @@
 /**
- * Completion webhooks, the enqueue side (issue 11 §5): when a task ends, one delivery job on the
+ * Completion webhooks, the enqueue side: when a task ends, one delivery job on the
  * `webhooks` queue; workers send it (apps/worker/src/webhook-worker.ts).
  *
  * At least once, never in the task's way:

@@ -1,5 +1,5 @@
 /**
- * Which tools the live workers can run (issue 11 §1: a gateway and its workers that load
+ * Which tools the live workers can run (a gateway and its workers that load
  * different tool modules are detected and reported, not left to hang).
  *
  * Every worker advertises the names of the tools it runs, and renews the advert every
@@ -79,7 +79,11 @@ export interface LiveWorkerTools {
  * Reads the adverts of the live workers; deletes the fields of workers whose advert expired.
  * @throws when Redis fails.
  */
-export async function readLiveWorkerTools(redis: RedisClient, keyPrefix: string, now = Date.now()): Promise<LiveWorkerTools> {
+export async function readLiveWorkerTools(
+  redis: RedisClient,
+  keyPrefix: string,
+  now = Date.now(),
+): Promise<LiveWorkerTools> {
   const key = workersKey(keyPrefix);
   const all = await redis.hgetall(key);
   const tools = new Set<string>();
@@ -88,7 +92,7 @@ export async function readLiveWorkerTools(redis: RedisClient, keyPrefix: string,
   for (const [id, json] of Object.entries(all)) {
     let ad: { tools?: unknown; until?: unknown };
     try {
-      ad = JSON.parse(json);
+      ad = JSON.parse(json) as typeof ad;
     } catch {
       stale.push(id);
       continue;

@@ -7,7 +7,7 @@
  * `reqId`, `step`, `status`, `err`, `errorId`. Log events are short verbs (`task.created`),
  * never interpolated strings.
  *
- * Bounds (issue 10 §5, case N-04): every logged value goes through `boundLogValue` (pino's
+ * Bounds (case N-04): every logged value goes through `boundLogValue` (pino's
  * `formatters.log`) before pino serializes it, so one request with 100k keys or a 3 MB string
  * cannot write megabytes:
  *  - strings are cut at LOG_LIMITS.stringChars (error stacks at LOG_LIMITS.stackChars) with
@@ -112,7 +112,8 @@ function cut(s: string, max: number, budget: { left: number }): string {
 }
 
 function bound(value: unknown, depth: number, budget: { left: number }): unknown {
-  if (budget.left <= 0 && value !== null && typeof value !== 'number' && typeof value !== 'boolean') return '[truncated]';
+  if (budget.left <= 0 && value !== null && typeof value !== 'number' && typeof value !== 'boolean')
+    return '[truncated]';
   switch (typeof value) {
     case 'string':
       return cut(value, LOG_LIMITS.stringChars, budget);
@@ -185,7 +186,12 @@ function boundError(e: Error, depth: number, budget: { left: number }): Record<s
  *        What is still buffered is written synchronously when the process exits (pino
  *        registers that flush), so `process.exit` loses no line.
  */
-export function createLogger(name: string, level = 'info', extra: LoggerOptions = {}, destination?: DestinationStream): Logger {
+export function createLogger(
+  name: string,
+  level = 'info',
+  extra: LoggerOptions = {},
+  destination?: DestinationStream,
+): Logger {
   const options: LoggerOptions = {
     level,
     base: { svc: name, pid: process.pid },

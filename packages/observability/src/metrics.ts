@@ -1,6 +1,6 @@
 /**
- * Prometheus metrics (issue 9 §3) with prom-client: one registry per process, every metric of
- * the service declared here, so the names below are the whole list (README "Metrics").
+ * Prometheus metrics with prom-client: one registry per process, every metric of
+ * the service declared here, so the names below are the whole list (docs/observability.md "Metrics").
  *
  * Both roles (gateway and worker):
  *   mcp_tasks_finished_total{tool,status}        tasks that reached completed | failed | cancelled,
@@ -33,6 +33,7 @@
  * Gauges read from Redis are collected on scrape, at most once a second (memoized) and within
  * 1.5 s; when Redis fails they are left out of that scrape rather than reported stale.
  */
+import { ErrorCode, isReservedErrorCode } from '@mcp-tasks/errors';
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
 
 export { Registry };
@@ -83,6 +84,45 @@ function memo<T>(fn: () => Promise<T>, ms = 1000, timeoutMs = 1500): () => Promi
   };
 }
 
+/** The tools queue's gauges (jobs by state, tasks in input_required, oldest waiting step), read at scrape time. */
+function queueGauges(registry: Registry, queueDepth: NonNullable<MetricSources['queueDepth']>): void {
+  const depth = memo(queueDepth);
+  new Gauge({
+    name: 'mcp_queue_jobs',
+    help: 'Jobs of the tools queue by state (waiting: steps not started; active: running; delayed: input timeouts)',
+    labelNames: ['state'] as const,
+    registers: [registry],
+    async collect() {
+      this.reset();
+      const d = await depth().catch(() => undefined);
+      if (!d) return;
+      this.set({ state: 'waiting' }, d.waiting);
+      this.set({ state: 'active' }, d.active);
+      this.set({ state: 'delayed' }, d.delayed);
+    },
+  });
+  new Gauge({
+    name: 'mcp_tasks_input_required',
+    help: 'Tasks parked in input_required (waiting for an answer, holding no worker)',
+    registers: [registry],
+    async collect() {
+      this.reset();
+      const d = await depth().catch(() => undefined);
+      if (d) this.set(d.inputRequired);
+    },
+  });
+  new Gauge({
+    name: 'mcp_queue_oldest_waiting_seconds',
+    help: 'Age of the oldest step job not started yet (seconds; 0 when none waits)',
+    registers: [registry],
+    async collect() {
+      this.reset();
+      const d = await depth().catch(() => undefined);
+      if (d) this.set(d.oldestWaitingMs / 1000);
+    },
+  });
+}
+
 /** The metrics both roles have. */
 function commonMetrics(registry: Registry, sources: MetricSources) {
   collectDefaultMetrics({ register: registry });
@@ -105,43 +145,7 @@ function commonMetrics(registry: Registry, sources: MetricSources) {
     labelNames: ['connection'] as const,
     registers: [registry],
   });
-  if (sources.queueDepth) {
-    const depth = memo(sources.queueDepth);
-    new Gauge({
-      name: 'mcp_queue_jobs',
-      help: 'Jobs of the tools queue by state (waiting: steps not started; active: running; delayed: input timeouts)',
-      labelNames: ['state'] as const,
-      registers: [registry],
-      async collect() {
-        this.reset();
-        const d = await depth().catch(() => undefined);
-        if (!d) return;
-        this.set({ state: 'waiting' }, d.waiting);
-        this.set({ state: 'active' }, d.active);
-        this.set({ state: 'delayed' }, d.delayed);
-      },
-    });
-    new Gauge({
-      name: 'mcp_tasks_input_required',
-      help: 'Tasks parked in input_required (waiting for an answer, holding no worker)',
-      registers: [registry],
-      async collect() {
-        this.reset();
-        const d = await depth().catch(() => undefined);
-        if (d) this.set(d.inputRequired);
-      },
-    });
-    new Gauge({
-      name: 'mcp_queue_oldest_waiting_seconds',
-      help: 'Age of the oldest step job not started yet (seconds; 0 when none waits)',
-      registers: [registry],
-      async collect() {
-        this.reset();
-        const d = await depth().catch(() => undefined);
-        if (d) this.set(d.oldestWaitingMs / 1000);
-      },
-    });
-  }
+  if (sources.queueDepth) queueGauges(registry, sources.queueDepth);
   if (sources.workersAlive) {
     const alive = memo(sources.workersAlive);
     new Gauge({
@@ -162,7 +166,8 @@ function commonMetrics(registry: Registry, sources: MetricSources) {
     /** Counts a terminal transition; `createdAt` (ms) adds the task's duration. */
     taskFinished(tool: string, status: FinishedStatus, createdAt?: number, now = Date.now()) {
       tasksFinished.inc({ tool, status });
-      if (createdAt !== undefined && Number.isFinite(createdAt) && createdAt > 0) taskDuration.observe({ tool, status }, Math.max(0, now - createdAt) / 1000);
+      if (createdAt !== undefined && Number.isFinite(createdAt) && createdAt > 0)
+        taskDuration.observe({ tool, status }, Math.max(0, now - createdAt) / 1000);
     },
   };
 }
@@ -207,7 +212,11 @@ export type GatewayMetrics = ReturnType<typeof createGatewayMetrics>;
 export function createWorkerMetrics(concurrency: number, sources: MetricSources = {}) {
   const registry = new Registry();
   const common = commonMetrics(registry, sources);
-  new Gauge({ name: 'mcp_worker_concurrency', help: 'Jobs this worker runs at the same time (WORKER_CONCURRENCY)', registers: [registry] }).set(concurrency);
+  new Gauge({
+    name: 'mcp_worker_concurrency',
+    help: 'Jobs this worker runs at the same time (WORKER_CONCURRENCY)',
+    registers: [registry],
+  }).set(concurrency);
   return {
     registry,
     ...common,
@@ -228,9 +237,6 @@ export function createWorkerMetrics(concurrency: number, sources: MetricSources 
 }
 
 export type WorkerMetrics = ReturnType<typeof createWorkerMetrics>;
-
-/** Metrics both roles have (what shared code may count on). */
-export type CommonMetrics = Pick<GatewayMetrics, 'registry' | 'tasksFinished' | 'taskDuration' | 'redisErrors' | 'taskFinished'>;
 
 /** MCP methods that are their own `method` label; anything else is `other` (bounded cardinality). */
 const KNOWN_METHODS = new Set([
@@ -265,6 +271,5 @@ export function methodLabel(method: unknown): string {
 
 /** The `outcome` label of a JSON-RPC error code: the code within the JSON-RPC/MCP range and our -31429, else `other_error`. */
 export function codeLabel(code: unknown): string {
-  if (typeof code !== 'number' || !Number.isInteger(code)) return 'other_error';
-  return (code >= -32768 && code <= -32000) || code === -31429 ? String(code) : 'other_error';
+  return isReservedErrorCode(code) || code === ErrorCode.LimitExceeded ? String(code) : 'other_error';
 }

@@ -1,5 +1,5 @@
 /**
- * Traces (issue 9 §4, case N-14) with OpenTelemetry, exported over OTLP/HTTP, and off unless
+ * Traces (case N-14) with OpenTelemetry, exported over OTLP/HTTP, and off unless
  * configured: `OTEL_TRACES_EXPORTER=otlp`, or an `OTEL_EXPORTER_OTLP_ENDPOINT` /
  * `OTEL_EXPORTER_OTLP_TRACES_ENDPOINT` (and not `OTEL_TRACES_EXPORTER=none`). Off, the tracer is
  * the API's no-op one and nothing is created per request.
@@ -19,13 +19,24 @@
  * (`contextFrom`), so one task is one trace across gateways and workers. Trace values are
  * parsed strictly (W3C) and never grant anything.
  */
-import { DiagLogLevel, ROOT_CONTEXT, defaultTextMapGetter, defaultTextMapSetter, diag, trace, type Context, type Span, type Tracer } from '@opentelemetry/api';
+import {
+  DiagLogLevel,
+  ROOT_CONTEXT,
+  defaultTextMapGetter,
+  defaultTextMapSetter,
+  diag,
+  trace,
+  type Context,
+  type Span,
+  type Tracer,
+} from '@opentelemetry/api';
 import { W3CTraceContextPropagator } from '@opentelemetry/core';
 import { OTLPTraceExporter as OtlpJsonExporter } from '@opentelemetry/exporter-trace-otlp-http';
 import { OTLPTraceExporter as OtlpProtoExporter } from '@opentelemetry/exporter-trace-otlp-proto';
 import { detectResources, envDetector, resourceFromAttributes } from '@opentelemetry/resources';
 import { BatchSpanProcessor, NodeTracerProvider } from '@opentelemetry/sdk-trace-node';
 import type { Logger } from 'pino';
+import { SERVICE_NAME } from '@mcp-tasks/config';
 
 export type { Span, Tracer, Context };
 
@@ -43,7 +54,7 @@ export interface Tracing {
   shutdown(): Promise<void>;
 }
 
-const TRACER_NAME = 'mcp-task-service';
+const TRACER_NAME = SERVICE_NAME;
 const w3c = new W3CTraceContextPropagator();
 
 /**
@@ -52,14 +63,23 @@ const w3c = new W3CTraceContextPropagator();
  * uses `@opentelemetry/api` directly (a tool's own spans) joins the same traces.
  * @param log receives the SDK's warnings and errors (an unreachable collector), as `otel.*` lines.
  */
-export function startTracing(role: 'gateway' | 'worker', cfg: { enabled: boolean; protocol: 'http/protobuf' | 'http/json' }, log?: Logger): Tracing {
+export function startTracing(
+  role: 'gateway' | 'worker',
+  cfg: { enabled: boolean; protocol: 'http/protobuf' | 'http/json' },
+  log?: Logger,
+): Tracing {
   if (!cfg.enabled) return { enabled: false, tracer: trace.getTracer(TRACER_NAME), shutdown: async () => undefined };
   if (log) {
     const warn = (msg: string) => log.warn({ detail: msg }, 'otel.warning');
-    diag.setLogger({ error: warn, warn, info: () => undefined, debug: () => undefined, verbose: () => undefined }, DiagLogLevel.WARN);
+    diag.setLogger(
+      { error: warn, warn, info: () => undefined, debug: () => undefined, verbose: () => undefined },
+      DiagLogLevel.WARN,
+    );
   }
   const exporter = cfg.protocol === 'http/json' ? new OtlpJsonExporter() : new OtlpProtoExporter();
-  const resource = resourceFromAttributes({ 'service.name': process.env.OTEL_SERVICE_NAME || `mcp-task-${role}` }).merge(detectResources({ detectors: [envDetector] }));
+  const resource = resourceFromAttributes({
+    'service.name': process.env.OTEL_SERVICE_NAME || `mcp-task-${role}`,
+  }).merge(detectResources({ detectors: [envDetector] }));
   const provider = new NodeTracerProvider({ resource, spanProcessors: [new BatchSpanProcessor(exporter)] });
   provider.register();
   return {
@@ -91,5 +111,7 @@ export function carrierOf(span: Span | undefined): TraceCarrier | undefined {
   const out: Record<string, string> = {};
   w3c.inject(trace.setSpan(ROOT_CONTEXT, span), out, defaultTextMapSetter);
   if (!out.traceparent) return undefined;
-  return out.tracestate ? { traceparent: out.traceparent, tracestate: out.tracestate } : { traceparent: out.traceparent };
+  return out.tracestate
+    ? { traceparent: out.traceparent, tracestate: out.tracestate }
+    : { traceparent: out.traceparent };
 }

@@ -3,7 +3,7 @@
 -- ARGV[1] step, ARGV[2] job lock token, ARGV[3] now (ms), ARGV[4] notify channel
 -- Returns {'ok', fence, tool, args, state, reruns, mode, caps, owner, attempt, key, response JSON, ...}
 --      or {'gone'} | {'terminal', status, owner} | {'cancelled', owner} | {'stale', status}
---      (the owner lets the worker release the task's outstanding slot, issue 10 §4)
+--      (the owner lets the worker release the task's outstanding slot)
 --@include common
 local key = KEYS[1]
 if redis.call('EXISTS', key) == 0 then return {'gone'} end
@@ -16,7 +16,7 @@ end
 if cur[1] ~= 'working' or cur[2] ~= ARGV[1] then return {'stale', cur[1] or ''} end
 local fence = redis.call('HINCRBY', key, 'fence', 1)
 -- The step was claimed before (its worker died, stopped or lost its lock): a re-run. `attempt`
--- counts this step's runs (1 = first); the client sees the restart in statusMessage (issue 9 §6).
+-- counts this step's runs (1 = first); the client sees the restart in statusMessage.
 local attempt = 1
 if cur[4] == ARGV[1] then
   redis.call('HINCRBY', key, 'reruns', 1)

@@ -1,5 +1,5 @@
--- markWebhookQueued: records that a finished task's completion webhook was enqueued (issue 11
--- §5), so the reconciler never enqueues it again once BullMQ has dropped the delivery job.
+-- markWebhookQueued: records that a finished task's completion webhook was enqueued, so
+-- the reconciler never enqueues it again once BullMQ has dropped the delivery job.
 -- Only on an existing terminal record: never creates a key (which would have no expiry).
 -- KEYS[1] task hash
 -- ARGV[1] now (ms)

@@ -13,6 +13,7 @@ const LUA_DIR = join(dirname(fileURLToPath(import.meta.url)), '..', 'lua');
 type ScriptFn = (...args: string[]) => Promise<unknown>;
 export type Scripts = Record<
   | 'createTask'
+  | 'createReserved'
   | 'claimStep'
   | 'reportProgress'
   | 'parkForInput'
@@ -24,8 +25,20 @@ export type Scripts = Record<
   | 'renewHolder'
   | 'detachSync'
   | 'reserveOutstanding'
+  | 'claimIdempotencyKey'
+  | 'releaseIdempotencyKey'
   | 'acquireLease'
-  | 'markWebhookQueued',
+  | 'markWebhookQueued'
+  | 'enterShare'
+  | 'renewShare'
+  | 'leaveShare'
+  | 'noteWaiting'
+  | 'reserveResultBytes'
+  | 'releaseResultBytes'
+  | 'notePoll'
+  | 'markInputSlotReleased'
+  | 'saveCheckpoint'
+  | 'noteStepStatus',
   ScriptFn
 >;
 

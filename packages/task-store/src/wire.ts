@@ -3,26 +3,10 @@
  * Objects are built field by field: a key that does not apply is absent, never `undefined`
  * (the conformance checks use `'key' in obj`).
  */
-import type { TaskRecord } from './index.js';
+import { taskFailed } from '@mcp-tasks/errors';
+import type { TaskRecord } from './task-record.js';
 
 export type TaskStatus = 'working' | 'input_required' | 'completed' | 'failed' | 'cancelled';
-
-/** A JSON-RPC error object: the `error` of a `failed` task (T-14). */
-export interface JsonRpcErrorObject {
-  code: number;
-  message: string;
-  data?: unknown;
-}
-
-/**
- * The error of a tool that failed unexpectedly (issue 10 §5): a generic message with a
- * correlation id, nothing of the exception itself (no message, stack, path or key name); the
- * full error goes to the log with the same `errorId`. `-32603`. A `ToolProtocolError` (a
- * deliberate failure) keeps its own code and message instead.
- */
-export function unexpectedToolError(tool: string, errorId: string): JsonRpcErrorObject {
-  return { code: -32603, message: `Tool ${tool} failed unexpectedly (error id ${errorId})`, data: { errorId } };
-}
 
 export function isTerminal(status: string): boolean {
   return status === 'completed' || status === 'failed' || status === 'cancelled';
@@ -61,7 +45,7 @@ export function toDetailedTask(rec: TaskRecord): DetailedTask {
   const t = baseTask(rec);
   if (rec.status === 'input_required') t.inputRequests = rec.inputRequests;
   if (rec.status === 'completed') t.result = { resultType: 'complete', ...(rec.result ?? { content: [] }) };
-  if (rec.status === 'failed') t.error = rec.error ?? { code: -32603, message: 'Task failed' };
+  if (rec.status === 'failed') t.error = rec.error ?? taskFailed();
   return t;
 }
 

@@ -22,7 +22,7 @@
  *    are logged and seen by proxies.
  *
  * Results the model can read (design D11). Claude Code hands the model **only
- * `structuredContent`** when a result has it, and `content` otherwise (clients.md §0.6); other
+ * `structuredContent`** when a result has it, and `content` otherwise (observed with Claude Code 2.1.328); other
  * clients show `content`. So:
  *  - a result **without** `structuredContent` is plain text: build it with `textResult(text)`;
  *  - a result **with** `structuredContent` carries everything the model needs inside it (the
@@ -35,10 +35,12 @@
  *    test runs it over every path of every tool (test/unit/model-readable.test.ts).
  * Progress (`ctx.progress`) follows the same reader: a message given with a `total` carries no
  * percentage of its own, because clients show one computed from `total` (Claude Code appends
- * "(NN%)", clients.md §0.10).
+ * "(NN%)" itself).
  */
 import type { z } from 'zod';
+export { MAX_TOOL_TIMEOUT_MS } from '@mcp-tasks/config';
 import { X_MCP_HEADER_KEY } from './x-mcp-header.js';
+import type { RetryPolicy } from './durable.js';
 
 /** Severity of a log message (RFC 5424 names, as MCP's `LoggingLevel`). */
 export type LogLevel = 'debug' | 'info' | 'notice' | 'warning' | 'error' | 'critical' | 'alert' | 'emergency';
@@ -80,11 +82,18 @@ export interface InputRequired {
 export type StepOutcome = ToolResult | InputRequired;
 
 /** An answer as the tool sees it: an ElicitResult (or other InputResponse). */
-export type InputResponse = { action?: 'accept' | 'decline' | 'cancel'; content?: Record<string, unknown> } & Record<string, unknown>;
+export type InputResponse = { action?: 'accept' | 'decline' | 'cancel'; content?: Record<string, unknown> } & Record<
+  string,
+  unknown
+>;
 
 /** Where and how the current step runs. */
 export interface ToolContext {
-  /** Aborts on `tasks/cancel`, on a synchronous caller's disconnect, or on worker shutdown. */
+  /**
+   * Aborts on `tasks/cancel` or a synchronous caller's disconnect (reason `'cancelled'`), on
+   * worker shutdown (`'shutdown'`), when another worker took the step over (`'lock-lost'`), or
+   * when the step ran longer than the tool's `timeoutMs` (`'timeout'`): `signal.reason` says which.
+   */
   signal: AbortSignal;
   /** `task`: the client holds a task handle; `sync`: a request waits; `inline`: runs in the gateway. */
   mode: 'task' | 'sync' | 'inline';
@@ -130,6 +139,28 @@ export interface ToolContext {
   log(level: LogLevel, data: unknown): Promise<void>;
   /** Settings from configuration the demo tools use (ms). */
   settings: ToolSettings;
+  /**
+   * Stores `value` (JSON, at most CHECKPOINT_MAX_BYTES = 64 KiB by default) as this step's
+   * checkpoint, replacing the previous one; the next run of the same step (after a crash, a
+   * SIGKILL, a drain, a lost lock or a retry) gets it as `lastCheckpoint` (D14). Fenced like a
+   * result: a run that no longer holds the step (another worker took it over) has its
+   * checkpoint refused and its `signal` aborted (`'lock-lost'`). Rejects for a value that is
+   * not JSON or is too large. A no-op in the gateway (`mode: 'inline'`). The step is
+   * at-least-once between checkpoints: work after the last one may run again.
+   */
+  checkpoint(value: unknown): Promise<void>;
+  /** The last checkpoint of this step stored by an earlier run of it; `undefined` on a first run. */
+  lastCheckpoint: unknown;
+  /**
+   * Aborts when the worker is draining (SIGTERM: a deploy, a scale-down), with a `ToolHandOver`
+   * as its reason; never on a cancel. A tool that honours it checkpoints and throws (e.g.
+   * `ctx.drainSignal.throwIfAborted()`): its step moves to another worker at once (R-02). A tool
+   * that ignores it keeps the old behaviour: it may finish within SHUTDOWN_GRACE_MS, then its
+   * step is released and run again from its last checkpoint.
+   */
+  drainSignal: AbortSignal;
+  /** `drainSignal.aborted`. */
+  readonly draining: boolean;
 }
 
 export interface ToolSettings {
@@ -158,6 +189,21 @@ export interface ToolDefinition<S extends z.ZodObject = z.ZodObject> {
    * as a task (D1). Default: `SYNC_BUDGET_MS`; `SYNC_BUDGET_MS_BY_TOOL` overrides both.
    */
   syncBudgetMs?: number;
+  /**
+   * Longest one run of a step of this tool may take on a worker (ms, an integer from 1 to
+   * MAX_TOOL_TIMEOUT_MS = 7 days). Default: the service's `TOOL_TIMEOUT_MS` (1 hour). It counts
+   * from the moment a worker starts the step: time queued, waiting for the principal's share of
+   * the workers, or parked for input does not count, and each step (after each round of input)
+   * gets the whole limit again; a step re-run after its worker stopped starts a new count. Past
+   * it, `ctx.signal` aborts with the reason `'timeout'` and the task ends `failed` with a
+   * JSON-RPC error naming the tool and the limit (`data.reason: 'tool_timeout'`).
+   */
+  timeoutMs?: number;
+  /**
+   * Retry policy for transient failures (durable.ts `RetryPolicy`, R-04): the most runs of one
+   * step, and the first delay. Without it a `ToolRetry` gets 3 runs and 1 s, 2 s delays.
+   */
+  retry?: RetryPolicy;
   /** Client capabilities the tool needs on the request (e.g. `{elicitation: {form: {}}}`): -32021 without them (B-07). */
   requiresCapabilities?: Record<string, unknown>;
   /**
@@ -181,7 +227,7 @@ export function defineTool<S extends z.ZodObject>(def: ToolDefinition<S>): ToolD
  * `z.object({ region: mcpHeader('Region', z.string()) })`.
  */
 export function mcpHeader<T extends z.ZodType>(headerName: string, schema: T): T {
-  return schema.meta({ [X_MCP_HEADER_KEY]: headerName }) as T;
+  return schema.meta({ [X_MCP_HEADER_KEY]: headerName });
 }
 
 /**
@@ -270,7 +316,12 @@ export function elicitForm(message: string, requestedSchema: Record<string, unkn
  * `ctx.inputResponses[key]`. Needs the `sampling` client capability (declare it in
  * `requiresCapabilities`).
  */
-export function samplingRequest(params: { messages: { role: 'user' | 'assistant'; content: ContentBlock }[]; maxTokens: number } & Record<string, unknown>): InputRequest {
+export function samplingRequest(
+  params: { messages: { role: 'user' | 'assistant'; content: ContentBlock }[]; maxTokens: number } & Record<
+    string,
+    unknown
+  >,
+): InputRequest {
   return { method: 'sampling/createMessage', params };
 }
 
@@ -303,7 +354,7 @@ export class ToolCancelled extends Error {
 export function accepted(responses: Record<string, InputResponse>, key: string): Record<string, unknown> | undefined {
   const r = responses[key];
   if (!r || r.action !== 'accept') return undefined;
-  return (r.content ?? {}) as Record<string, unknown>;
+  return r.content ?? {};
 }
 
 /** Sleep that rejects with an AbortError when `signal` aborts. */

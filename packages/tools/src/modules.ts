@@ -1,5 +1,5 @@
 /**
- * Your own tools, outside the repository (issue 11 §1): `MCP_TOOL_MODULES` names ES modules
+ * Your own tools, outside the repository: `MCP_TOOL_MODULES` names ES modules
  * that gateways and workers import at start, next to the built-in tool sets.
  *
  * A module's default export is either an array of tools (`defineTool`) or a tool set object
@@ -55,7 +55,7 @@ function directoryEntry(dir: string, spec: string): string {
   if (existsSync(pkgPath)) {
     let pkg: { name?: string; exports?: unknown; main?: string };
     try {
-      pkg = JSON.parse(readFileSync(pkgPath, 'utf8'));
+      pkg = JSON.parse(readFileSync(pkgPath, 'utf8')) as typeof pkg;
     } catch (e) {
       throw new ToolModuleError(`MCP_TOOL_MODULES: "${spec}": cannot read ${pkgPath}: ${(e as Error).message}`);
     }
@@ -74,7 +74,10 @@ export function resolveToolModule(spec: string, cwd: string = process.cwd()): st
   try {
     if (isPathLike(spec)) {
       const path = spec.startsWith('file:') ? new URL(spec).pathname : resolvePath(cwd, spec);
-      if (!existsSync(path)) throw new ToolModuleError(`MCP_TOOL_MODULES: "${spec}": no such file or directory (${path}; relative paths start from ${cwd})`);
+      if (!existsSync(path))
+        throw new ToolModuleError(
+          `MCP_TOOL_MODULES: "${spec}": no such file or directory (${path}; relative paths start from ${cwd})`,
+        );
       return statSync(path).isDirectory() ? directoryEntry(path, spec) : pathToFileURL(path).href;
     }
     return esmResolve(spec, pathToFileURL(join(cwd, 'noop.js')).href);
@@ -90,15 +93,18 @@ export function resolveToolModule(spec: string, cwd: string = process.cwd()): st
 function toolProblem(t: unknown): string | undefined {
   if (t === null || typeof t !== 'object') return 'is not an object (define it with defineTool)';
   const d = t as Partial<ToolDefinition> & Record<string, unknown>;
-  if (typeof d.name !== 'string' || !TOOL_NAME_PATTERN.test(d.name)) return `has an invalid name ${JSON.stringify(d.name)} (1-128 of A-Z a-z 0-9 _ - .)`;
+  if (typeof d.name !== 'string' || !TOOL_NAME_PATTERN.test(d.name))
+    return `has an invalid name ${JSON.stringify(d.name)} (1-128 of A-Z a-z 0-9 _ - .)`;
   if (typeof d.description !== 'string' || !d.description) return 'needs a description';
   const schema = d.inputSchema as { safeParse?: unknown; _zod?: { def?: { type?: string } } } | undefined;
   if (!schema || typeof schema.safeParse !== 'function' || schema._zod?.def?.type !== 'object') {
     return 'needs inputSchema: z.object({...}) (use the `z` exported by @mcp-tasks/tools)';
   }
-  if (!TASK_SUPPORT.includes(d.taskSupport as TaskSupport)) return `needs taskSupport: ${TASK_SUPPORT.map((s) => `'${s}'`).join(', ')}`;
+  if (!TASK_SUPPORT.includes(d.taskSupport as TaskSupport))
+    return `needs taskSupport: ${TASK_SUPPORT.map((s) => `'${s}'`).join(', ')}`;
   if (typeof d.run !== 'function') return 'needs a run(args, ctx) function';
-  if (d.runsIn !== undefined && d.runsIn !== 'gateway' && d.runsIn !== 'worker') return "has runsIn other than 'gateway' or 'worker'";
+  if (d.runsIn !== undefined && d.runsIn !== 'gateway' && d.runsIn !== 'worker')
+    return "has runsIn other than 'gateway' or 'worker'";
   return undefined;
 }
 
@@ -108,30 +114,41 @@ function toolProblem(t: unknown): string | undefined {
  * @throws ToolModuleError naming the module and the first problem.
  */
 export function toolsetOf(spec: string, exported: unknown): ToolsetModule {
-  const shape = 'its default export must be an array of tools (defineTool) or { tools, prompts?, resources?, resourceTemplates? }';
+  const shape =
+    'its default export must be an array of tools (defineTool) or { tools, prompts?, resources?, resourceTemplates? }';
   let set: ToolsetModule;
   if (Array.isArray(exported)) set = { tools: exported as ToolDefinition[] };
-  else if (exported && typeof exported === 'object' && Array.isArray((exported as ToolsetModule).tools)) set = exported as ToolsetModule;
+  else if (exported && typeof exported === 'object' && Array.isArray((exported as ToolsetModule).tools))
+    set = exported as ToolsetModule;
   else throw new ToolModuleError(`MCP_TOOL_MODULES: "${spec}": ${shape}`);
-  for (const [key, v] of Object.entries({ prompts: set.prompts, resources: set.resources, resourceTemplates: set.resourceTemplates })) {
-    if (v !== undefined && !Array.isArray(v)) throw new ToolModuleError(`MCP_TOOL_MODULES: "${spec}": ${key} must be an array`);
+  for (const [key, v] of Object.entries({
+    prompts: set.prompts,
+    resources: set.resources,
+    resourceTemplates: set.resourceTemplates,
+  })) {
+    if (v !== undefined && !Array.isArray(v))
+      throw new ToolModuleError(`MCP_TOOL_MODULES: "${spec}": ${key} must be an array`);
   }
   set.tools.forEach((t, i) => {
     const problem = toolProblem(t);
-    const label = t && typeof (t as ToolDefinition).name === 'string' ? `"${(t as ToolDefinition).name}"` : `#${i + 1}`;
+    const label = t && typeof t.name === 'string' ? `"${t.name}"` : `#${i + 1}`;
     if (problem) throw new ToolModuleError(`MCP_TOOL_MODULES: "${spec}": tool ${label} ${problem}`);
   });
   return set;
 }
 
 /** Whether a failed import was the kit itself not being found from the module's directory. */
-const kitMissing = (e: unknown) => /Cannot find (package|module) '@mcp-tasks\/tools'/.test(String((e as Error)?.message));
+const kitMissing = (e: unknown) =>
+  /Cannot find (package|module) '@mcp-tasks\/tools'/.test(String((e as Error)?.message));
 
 /**
  * Imports every module of MCP_TOOL_MODULES, in order.
  * @throws ToolModuleError on the first module that cannot be resolved, imported, or read.
  */
-export async function loadToolModules(specs: readonly string[], cwd: string = process.cwd()): Promise<LoadedToolModule[]> {
+export async function loadToolModules(
+  specs: readonly string[],
+  cwd: string = process.cwd(),
+): Promise<LoadedToolModule[]> {
   const out: LoadedToolModule[] = [];
   for (const spec of specs) {
     const url = resolveToolModule(spec, cwd);
@@ -158,7 +175,7 @@ export interface ToolSource {
 
 /**
  * Refuses two definitions of one tool name, prompt name, resource URI or resource template name
- * among `sources` (issue 11 §1: clashes are refused at start, naming both sides).
+ * among `sources` (clashes are refused at start, naming both sides).
  * @throws ToolModuleError, e.g. `tool name "countdown" is defined twice: by tool set "demo" and by module "./x.mjs"; rename one`.
  */
 export function assertNoClashes(sources: readonly ToolSource[]): void {

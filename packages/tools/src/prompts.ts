@@ -35,7 +35,7 @@ export interface PromptArgumentSpec {
    * Suggestions for `completion/complete` (at most 100 are sent): the values that complete the
    * partial `value`, best first. `context` holds the other arguments already chosen.
    */
-  complete?(value: string, context: Record<string, string>): string[] | Promise<string[]>;
+  complete?: (value: string, context: Record<string, string>) => string[] | Promise<string[]>;
 }
 
 /** One message of a prompt's result. */
@@ -114,7 +114,11 @@ export class PromptRegistry {
       entry.description = p.description;
       const args = Object.entries(p.arguments ?? {});
       if (args.length) {
-        entry.arguments = args.map(([name, a]) => ({ name, ...(a.description ? { description: a.description } : {}), required: a.required === true }));
+        entry.arguments = args.map(([name, a]) => ({
+          name,
+          ...(a.description ? { description: a.description } : {}),
+          required: a.required === true,
+        }));
       }
       return entry;
     });

@@ -24,7 +24,8 @@
  */
 
 /** One item of `ReadResourceResult.contents`: `text` or Base64 `blob`. */
-export type ResourceContents = { uri: string; mimeType?: string; text: string } | { uri: string; mimeType?: string; blob: string };
+export type ResourceContents =
+  { uri: string; mimeType?: string; text: string } | { uri: string; mimeType?: string; blob: string };
 
 /** What `read` is given besides the URI. */
 export interface ResourceContext {
@@ -115,7 +116,10 @@ export class ResourceRegistry {
   }
 }
 
-function describe(head: Record<string, unknown>, d: { name: string; title?: string; description?: string; mimeType?: string }): Record<string, unknown> {
+function describe(
+  head: Record<string, unknown>,
+  d: { name: string; title?: string; description?: string; mimeType?: string },
+): Record<string, unknown> {
   const out: Record<string, unknown> = { ...head, name: d.name };
   if (d.title) out.title = d.title;
   if (d.description) out.description = d.description;

@@ -33,7 +33,9 @@ export interface XMcpHeaderDeclaration {
   type: string | undefined;
 }
 
-export type XMcpHeaderScan = { valid: true; declarations: XMcpHeaderDeclaration[] } | { valid: false; reason: string; declarations?: XMcpHeaderDeclaration[] };
+export type XMcpHeaderScan =
+  | { valid: true; declarations: XMcpHeaderDeclaration[] }
+  | { valid: false; reason: string; declarations?: XMcpHeaderDeclaration[] };
 
 const RFC9110_TOKEN = /^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$/;
 const PERMITTED_TYPES = new Set(['string', 'integer', 'boolean']);
@@ -84,8 +86,10 @@ export function scanXMcpHeaderDeclarations(inputSchema: unknown): XMcpHeaderScan
         return `${pathName(path)}: x-mcp-header is only permitted on properties statically reachable via a chain of 'properties' keys (not under items, additionalProperties, oneOf/anyOf/allOf/not, if/then/else, or $ref)`;
       }
       const raw = schema[X_MCP_HEADER_KEY];
-      if (typeof raw !== 'string' || raw.length === 0) return `${pathName(path)}: x-mcp-header MUST be a non-empty string`;
-      if (!RFC9110_TOKEN.test(raw)) return `${pathName(path)}: x-mcp-header '${raw}' is not a valid RFC 9110 token (no spaces, control characters or HTTP delimiters)`;
+      if (typeof raw !== 'string' || raw.length === 0)
+        return `${pathName(path)}: x-mcp-header MUST be a non-empty string`;
+      if (!RFC9110_TOKEN.test(raw))
+        return `${pathName(path)}: x-mcp-header '${raw}' is not a valid RFC 9110 token (no spaces, control characters or HTTP delimiters)`;
       const type = typeof schema.type === 'string' ? schema.type : undefined;
       if (type === undefined || !PERMITTED_TYPES.has(type)) {
         const fault = `${pathName(path)}: x-mcp-header is only permitted on primitive-typed properties (string, integer, boolean); got ${type ?? '<none>'}`;
@@ -94,7 +98,8 @@ export function scanXMcpHeaderDeclarations(inputSchema: unknown): XMcpHeaderScan
       }
       const lower = raw.toLowerCase();
       const prior = seenLower.get(lower);
-      if (prior !== undefined) return `x-mcp-header '${raw}' is not case-insensitively unique (also declared as '${prior}')`;
+      if (prior !== undefined)
+        return `x-mcp-header '${raw}' is not case-insensitively unique (also declared as '${prior}')`;
       seenLower.set(lower, raw);
       declarations.push({ path, headerName: raw, type });
     }
@@ -108,7 +113,11 @@ export function scanXMcpHeaderDeclarations(inputSchema: unknown): XMcpHeaderScan
     for (const k of NON_REACHABLE_SUBSCHEMA_KEYWORDS) {
       const sub = schema[k];
       if (sub === undefined) continue;
-      const branches = Array.isArray(sub) ? sub : sub !== null && typeof sub === 'object' && OBJECT_VALUED_SUBSCHEMA_KEYWORDS.has(k) ? Object.values(sub) : [sub];
+      const branches = Array.isArray(sub)
+        ? sub
+        : sub !== null && typeof sub === 'object' && OBJECT_VALUED_SUBSCHEMA_KEYWORDS.has(k)
+          ? Object.values(sub)
+          : [sub];
       for (const branch of branches) {
         const fault = visit(branch, [...path, `<${k}>`], false);
         if (fault !== undefined) return fault;
@@ -118,5 +127,7 @@ export function scanXMcpHeaderDeclarations(inputSchema: unknown): XMcpHeaderScan
   };
   const fault = visit(inputSchema, [], true);
   if (fault !== undefined) return { valid: false, reason: numberFault ?? fault };
-  return numberFault === undefined ? { valid: true, declarations } : { valid: false, reason: numberFault, declarations };
+  return numberFault === undefined
+    ? { valid: true, declarations }
+    : { valid: false, reason: numberFault, declarations };
 }

@@ -47,7 +47,13 @@ export async function runCall(url: string, tool: string, flags: CallFlags): Prom
         signal: ac.signal,
         ...(inputResponses ? { inputResponses } : {}),
         ...(requestState !== undefined ? { requestState } : {}),
-        onProgress: (p) => view.update({ status: 'running', progress: p.progress, ...(p.total !== undefined ? { total: p.total } : {}), ...(p.message ? { message: p.message } : {}) }),
+        onProgress: (p) =>
+          view.update({
+            status: 'running',
+            progress: p.progress,
+            ...(p.total !== undefined ? { total: p.total } : {}),
+            ...(p.message ? { message: p.message } : {}),
+          }),
       });
       const r = await interrupts.race(call);
       if (r.interrupted) {
@@ -71,11 +77,20 @@ export async function runCall(url: string, tool: string, flags: CallFlags): Prom
           onQuestion: interactive() ? 'prompt' : 'return',
         });
         if (end.kind === 'done') return endingForTask(end.task, json);
-        if (end.kind === 'detached') return { stdout: taskId, stderr: `Left task ${taskId} running. Follow it with: mcp-tasks watch ${taskId}`, exitCode: EXIT.detached };
+        if (end.kind === 'detached')
+          return {
+            stdout: taskId,
+            stderr: `Left task ${taskId} running. Follow it with: mcp-tasks watch ${taskId}`,
+            exitCode: EXIT.detached,
+          };
         const questions = describeInputRequests(end.task.inputRequests ?? {}).map((q) => `  ${q}`);
         return {
           stdout: taskId,
-          stderr: [`Task ${taskId} waits for an answer:`, ...questions, `Answer it from a terminal with: mcp-tasks watch ${taskId}`].join('\n'),
+          stderr: [
+            `Task ${taskId} waits for an answer:`,
+            ...questions,
+            `Answer it from a terminal with: mcp-tasks watch ${taskId}`,
+          ].join('\n'),
           exitCode: EXIT.needsInput,
         };
       }
@@ -84,7 +99,10 @@ export async function runCall(url: string, tool: string, flags: CallFlags): Prom
         view.pause();
         if (!interactive()) {
           const questions = describeInputRequests(out.inputRequests).map((q) => `  ${q}`);
-          return { stderr: [`${tool} asks:`, ...questions, 'This terminal cannot prompt (stdin is not a TTY).'].join('\n'), exitCode: EXIT.needsInput };
+          return {
+            stderr: [`${tool} asks:`, ...questions, 'This terminal cannot prompt (stdin is not a TTY).'].join('\n'),
+            exitCode: EXIT.needsInput,
+          };
         }
         try {
           inputResponses = await answerInputRequests(out.inputRequests);

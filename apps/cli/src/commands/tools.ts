@@ -30,7 +30,10 @@ export async function runTools(url: string, name: string | undefined, flags: { j
     const t = tools.find((x) => x.name === name);
     if (!t) throw new CliError(`no tool named "${name}" at ${url}`, EXIT.usage);
     if (flags.json) return { stdout: JSON.stringify(t, null, 2), exitCode: EXIT.ok };
-    const lines = [`${t.name}${t.title ? ` — ${t.title}` : ''}`, `  tasks: ${taskSupportOf(t) ?? '? (the server decides per call)'}`];
+    const lines = [
+      `${t.name}${t.title ? ` — ${t.title}` : ''}`,
+      `  tasks: ${taskSupportOf(t) ?? '? (the server decides per call)'}`,
+    ];
     if (t.description) lines.push(`  ${t.description}`);
     const params = describeParameters(t.inputSchema);
     lines.push('  parameters:', ...(params.length ? params.map((p) => `    ${p}`) : ['    (none)']));
@@ -38,6 +41,12 @@ export async function runTools(url: string, name: string | undefined, flags: { j
   }
   if (flags.json) return { stdout: JSON.stringify(tools, null, 2), exitCode: EXIT.ok };
   const width = Math.max(4, ...tools.map((t) => t.name.length));
-  const rows = tools.map((t) => `${t.name.padEnd(width)}  ${(taskSupportOf(t) ?? '?').padEnd(9)}  ${firstSentence(t.description ?? t.title, (process.stdout.columns ?? 120) - width - 13)}`);
-  return { stdout: [`${'TOOL'.padEnd(width)}  ${'TASKS'.padEnd(9)}  DESCRIPTION`, ...rows].join('\n'), exitCode: EXIT.ok };
+  const rows = tools.map(
+    (t) =>
+      `${t.name.padEnd(width)}  ${(taskSupportOf(t) ?? '?').padEnd(9)}  ${firstSentence(t.description ?? t.title, (process.stdout.columns ?? 120) - width - 13)}`,
+  );
+  return {
+    stdout: [`${'TOOL'.padEnd(width)}  ${'TASKS'.padEnd(9)}  DESCRIPTION`, ...rows].join('\n'),
+    exitCode: EXIT.ok,
+  };
 }

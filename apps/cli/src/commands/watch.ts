@@ -43,11 +43,16 @@ export async function runWatch(url: string, taskId: string, flags: WatchFlags): 
     view.update({ status: first.status, ...(first.statusMessage ? { message: first.statusMessage } : {}) });
     const interrupts = new Interrupts();
     try {
-      const source = listenSource(client, taskId, (reason) => {
-        view.pause();
-        process.stderr.write(`No live stream (${reason}); polling every ${first.pollIntervalMs ?? 1000} ms.\n`);
-        view.resume();
-      }, process.stderr.isTTY === true);
+      const source = listenSource(
+        client,
+        taskId,
+        (reason) => {
+          view.pause();
+          process.stderr.write(`No live stream (${reason}); polling every ${first.pollIntervalMs ?? 1000} ms.\n`);
+          view.resume();
+        },
+        process.stderr.isTTY === true,
+      );
       const end = await follow({
         client,
         taskId,
@@ -55,9 +60,15 @@ export async function runWatch(url: string, taskId: string, flags: WatchFlags): 
         view,
         interrupts,
         onQuestion: interactive() ? 'prompt' : 'report',
-        ...(flags.notify ? { onInputRequired: async () => void (await notifyPerson('mcp-tasks: a task needs your answer', `Task ${taskId} asks a question`)) } : {}),
+        ...(flags.notify
+          ? {
+              onInputRequired: async () =>
+                void (await notifyPerson('mcp-tasks: a task needs your answer', `Task ${taskId} asks a question`)),
+            }
+          : {}),
       });
-      if (end.kind === 'detached') return { stdout: taskId, stderr: `Stopped watching; task ${taskId} keeps running.`, exitCode: EXIT.detached };
+      if (end.kind === 'detached')
+        return { stdout: taskId, stderr: `Stopped watching; task ${taskId} keeps running.`, exitCode: EXIT.detached };
       if (end.kind !== 'done') throw new Error('unreachable: watch never returns on a question');
       task = end.task;
     } finally {

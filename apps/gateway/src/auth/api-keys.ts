@@ -1,5 +1,5 @@
 /**
- * API-key matching (issue 10 §1, design D9): the presented Bearer token is hashed with SHA-256
+ * API-key matching (design D9): the presented Bearer token is hashed with SHA-256
  * and its digest compared with `crypto.timingSafeEqual` against EVERY configured digest, with no
  * early exit, so the time taken does not depend on which key (if any) matched or on how many
  * leading bytes agree. Only digests are held in memory; the raw key is never stored or logged.

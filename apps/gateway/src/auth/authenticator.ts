@@ -1,5 +1,5 @@
 /**
- * The Authenticator (issue 10 §1, H-04, design D9): `Authorization` header value → the caller's
+ * The Authenticator (H-04, design D9): `Authorization` header value → the caller's
  * identity, or a refusal the route turns into HTTP 401/403/503 with `authRefusalReply`
  * (challenge.ts).
  *
@@ -19,11 +19,14 @@
  * `expiresAt` (API keys have none). Its challenge format (parameter order, quoting) is kept.
  *
  * The identity never holds the token, so nothing downstream can store or log it (case N-04).
+ * A matched API key's outcome is remembered per header value for at most 5 s and forgotten the
+ * moment the keys change (principal-cache.ts); the returned outcome is then shared and frozen.
  */
 import type { ApiKeyDigest } from './api-keys.js';
 import { createApiKeyMatcher } from './api-keys.js';
 import { readBearer } from './bearer.js';
 import { createJwtVerifier, looksLikeJwt, type JwtVerifierOptions } from './jwt.js';
+import { createPrincipalCache } from './principal-cache.js';
 
 export const ANONYMOUS_PRINCIPAL = 'anonymous';
 
@@ -59,8 +62,13 @@ export type AuthRefusal =
 export type AuthOutcome = ({ ok: true } & Identity) | AuthRefusal;
 
 export interface Authenticator {
-  /** Authenticates one request from its `Authorization` header value (`req.headers.authorization`). */
+  /**
+   * Authenticates one request from its `Authorization` header value (`req.headers.authorization`).
+   * An API key's outcome is remembered per header value for a few seconds (principal-cache.ts).
+   */
   authenticate(authorization: string | string[] | undefined): Promise<AuthOutcome>;
+  /** Replaces the API keys (a reloaded AUTH_API_KEYS_FILE, keys-file.ts); later requests use them. */
+  setApiKeys(keys: readonly ApiKeyDigest[]): void;
   /** Scopes a JWT must carry (for `WWW-Authenticate` and the metadata document). */
   readonly requiredScopes: readonly string[];
 }
@@ -72,13 +80,25 @@ export const JWKS_UNAVAILABLE_RETRY_AFTER_S = 5;
  * Builds the authenticator. Reads a `file:` JWKS now; a remote JWKS is fetched on first use.
  * @throws AuthSetupError (jwt.ts) with a one-line message when a `file:` JWKS is unusable.
  */
-export async function createAuthenticator(options: AuthenticatorOptions): Promise<Authenticator> {
-  const matchKey = options.apiKeys?.length ? createApiKeyMatcher(options.apiKeys) : undefined;
+export async function createAuthenticator(options: AuthenticatorOptions, clock?: () => number): Promise<Authenticator> {
+  let matchKey = options.apiKeys?.length ? createApiKeyMatcher(options.apiKeys) : undefined;
+  // Header value → the frozen outcome of its API key; emptied whenever the keys change.
+  type KeyOutcome = Readonly<{ ok: true } & Identity>;
+  const known = createPrincipalCache<KeyOutcome>(clock);
   const verifyJwt = options.jwt ? await createJwtVerifier(options.jwt) : undefined;
   const requiredScopes = Object.freeze([...(options.jwt?.requiredScopes ?? [])]);
-  const invalid = (description: string): AuthRefusal => ({ ok: false, status: 401, error: 'invalid_token', description });
+  const invalid = (description: string): AuthRefusal => ({
+    ok: false,
+    status: 401,
+    error: 'invalid_token',
+    description,
+  });
 
   async function authenticate(authorization: string | string[] | undefined): Promise<AuthOutcome> {
+    if (typeof authorization === 'string') {
+      const hit = known.get(authorization);
+      if (hit !== undefined) return hit;
+    }
     const creds = readBearer(authorization);
     if (creds.kind === 'none') {
       if (options.allowAnonymous) return { ok: true, principal: ANONYMOUS_PRINCIPAL, scopes: [], kind: 'anonymous' };
@@ -86,21 +106,45 @@ export async function createAuthenticator(options: AuthenticatorOptions): Promis
     }
     if (creds.kind === 'malformed') return invalid("Authorization must be 'Bearer <token>'");
     const name = matchKey?.(creds.token);
-    if (name !== undefined) return { ok: true, principal: `key:${name}`, scopes: [], kind: 'apikey' };
+    if (name !== undefined) {
+      const out: KeyOutcome = Object.freeze({ ok: true, principal: `key:${name}`, scopes: [], kind: 'apikey' });
+      known.set(authorization as string, out);
+      return out;
+    }
     // An opaque token that is no configured key is not sent to the JWT verifier.
     if (!verifyJwt || !looksLikeJwt(creds.token)) return invalid(matchKey ? 'unknown credentials' : 'malformed token');
     const r = await verifyJwt(creds.token);
     if (!r.ok) {
       if (r.reason === 'unavailable') {
-        return { ok: false, status: 503, error: 'temporarily_unavailable', description: r.description, retryAfterSeconds: JWKS_UNAVAILABLE_RETRY_AFTER_S };
+        return {
+          ok: false,
+          status: 503,
+          error: 'temporarily_unavailable',
+          description: r.description,
+          retryAfterSeconds: JWKS_UNAVAILABLE_RETRY_AFTER_S,
+        };
       }
       return invalid(r.description);
     }
     if (!requiredScopes.every((s) => r.scopes.includes(s))) {
-      return { ok: false, status: 403, error: 'insufficient_scope', description: 'token lacks a required scope', scope: requiredScopes };
+      return {
+        ok: false,
+        status: 403,
+        error: 'insufficient_scope',
+        description: 'token lacks a required scope',
+        scope: requiredScopes,
+      };
     }
     return { ok: true, principal: r.principal, scopes: r.scopes, kind: 'jwt', expiresAt: r.expiresAt };
   }
 
-  return { authenticate, requiredScopes };
+  return {
+    authenticate,
+    requiredScopes,
+    setApiKeys: (keys) => {
+      matchKey = createApiKeyMatcher(keys);
+      // A removed key must not outlive the reload in the cache.
+      known.clear();
+    },
+  };
 }

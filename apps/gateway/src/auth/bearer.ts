@@ -9,10 +9,7 @@
  * which the authenticator answers as an invalid token (never as anonymous).
  */
 
-export type BearerCredentials =
-  | { kind: 'none' }
-  | { kind: 'bearer'; token: string }
-  | { kind: 'malformed' };
+export type BearerCredentials = { kind: 'none' } | { kind: 'bearer'; token: string } | { kind: 'malformed' };
 
 /** Longest accepted token (characters). Longer ones are malformed, not hashed or parsed. */
 export const MAX_BEARER_TOKEN_CHARS = 8192;

@@ -62,7 +62,10 @@ export interface AuthReply {
  * @param opts.resourceMetadataUrl the RFC 9728 URL (metadata-route.ts `protectedResourceMetadataUrl`), when PUBLIC_URL is set
  * @param opts.requestId the JSON-RPC id of the request when the body was already read (else `null`)
  */
-export function authRefusalReply(refusal: AuthRefusal, opts: { resourceMetadataUrl?: string; requestId?: unknown } = {}): AuthReply {
+export function authRefusalReply(
+  refusal: AuthRefusal,
+  opts: { resourceMetadataUrl?: string; requestId?: unknown } = {},
+): AuthReply {
   const id = opts.requestId ?? null;
   const meta = opts.resourceMetadataUrl ? { resourceMetadataUrl: opts.resourceMetadataUrl } : {};
   switch (refusal.status) {
@@ -76,7 +79,9 @@ export function authRefusalReply(refusal: AuthRefusal, opts: { resourceMetadataU
       }
       return {
         status: 401,
-        headers: { 'www-authenticate': bearerChallenge({ ...meta, error: refusal.error, errorDescription: refusal.description }) },
+        headers: {
+          'www-authenticate': bearerChallenge({ ...meta, error: refusal.error, errorDescription: refusal.description }),
+        },
         body: jsonRpcErrorBody(id, ErrorCode.InvalidRequest, `Unauthorized: ${refusal.description}`, {
           error: refusal.error,
           error_description: refusal.description,
@@ -85,12 +90,24 @@ export function authRefusalReply(refusal: AuthRefusal, opts: { resourceMetadataU
     case 403:
       return {
         status: 403,
-        headers: { 'www-authenticate': bearerChallenge({ ...meta, error: refusal.error, errorDescription: refusal.description, scope: refusal.scope }) },
-        body: jsonRpcErrorBody(id, ErrorCode.InvalidRequest, `Forbidden: ${refusal.description} (requires: ${refusal.scope.join(' ')})`, {
-          error: refusal.error,
-          error_description: refusal.description,
-          scope: refusal.scope.join(' '),
-        }),
+        headers: {
+          'www-authenticate': bearerChallenge({
+            ...meta,
+            error: refusal.error,
+            errorDescription: refusal.description,
+            scope: refusal.scope,
+          }),
+        },
+        body: jsonRpcErrorBody(
+          id,
+          ErrorCode.InvalidRequest,
+          `Forbidden: ${refusal.description} (requires: ${refusal.scope.join(' ')})`,
+          {
+            error: refusal.error,
+            error_description: refusal.description,
+            scope: refusal.scope.join(' '),
+          },
+        ),
       };
     case 503:
       return {

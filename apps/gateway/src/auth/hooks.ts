@@ -4,18 +4,26 @@
  * (a client's first probe, answered without credentials). Anonymous access exists only where
  * configuration allows it (authenticator.ts).
  *
- *  - `onRequest`: authenticates before the body is read, unless the `Mcp-Method` header says
- *    `server/discover`; a refusal is 401 (`WWW-Authenticate: Bearer resource_metadata=…`,
+ *  - `onRequest`: authenticates before the body is read, whenever credentials are presented
+ *    (a `server/discover` with a valid key is its principal's, counted against its limits); only
+ *    a request whose `Mcp-Method` header says `server/discover` and that carries no valid
+ *    credentials is let through unauthenticated (a wrong token on the probe is not a 401), and its body is then read under MAX_UNAUTHENTICATED_BODY_BYTES
+ *    (body-parser.ts). A refusal is 401 (`WWW-Authenticate: Bearer resource_metadata=…`,
  *    `error="invalid_token"` when a token was presented), 403 (`insufficient_scope`) or 503
  *    (the issuer's keys cannot be fetched), with a JSON-RPC error body (challenge.ts);
  *  - `preHandler`: a request that skipped authentication must really be `server/discover`
  *    (the body says so); anything else is authenticated now.
+ * 401s are counted per client address (`req.ip`: the proxy's `X-Forwarded-For` when the proxy
+ * is trusted, TRUST_PROXY); past RATE_LIMIT_AUTH_FAILURES_PER_MIN a failure is answered 429 +
+ * `Retry-After` instead (valid credentials from that address still pass). The `auth.refused`
+ * log line names the client address.
  * The principal is on `req.principal` (`''` for an unauthenticated `server/discover`).
  */
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { Logger } from '@mcp-tasks/observability';
 import type { Authenticator } from './authenticator.js';
 import { authRefusalReply } from './challenge.js';
+import { sendRefusal, type LimitRefusal } from '../limits.js';
 
 /** The caller of a request, set by authentication. */
 declare module 'fastify' {
@@ -27,26 +35,50 @@ declare module 'fastify' {
 const DISCOVER = 'server/discover';
 
 export interface AuthHooks {
-  onRequest(req: FastifyRequest, reply: FastifyReply): Promise<unknown>;
-  preHandler(req: FastifyRequest, reply: FastifyReply): Promise<unknown>;
+  onRequest: (req: FastifyRequest, reply: FastifyReply) => Promise<unknown>;
+  preHandler: (req: FastifyRequest, reply: FastifyReply) => Promise<unknown>;
 }
 
-export function authHooks(authenticator: Authenticator, log: Logger, resourceMetadataUrl: string | undefined): AuthHooks {
+/** Counts a failed authentication of a client address; a refusal once over the limit. */
+export type FailureThrottle = (req: FastifyRequest, clientAddress: string) => Promise<LimitRefusal | undefined>;
+
+export function authHooks(
+  authenticator: Authenticator,
+  log: Logger,
+  resourceMetadataUrl: string | undefined,
+  throttle?: FailureThrottle,
+): AuthHooks {
   const authenticate = async (req: FastifyRequest, reply: FastifyReply, requestId: unknown) => {
     const out = await authenticator.authenticate(req.headers.authorization);
     if (out.ok) {
       req.principal = out.principal;
       return undefined;
     }
-    log.info({ status: out.status, error: out.error, reason: out.description }, 'auth.refused');
+    if (out.status === 401 && throttle) {
+      const refused = await throttle(req, req.ip);
+      if (refused) {
+        log.debug({ client: req.ip, status: 429 }, 'auth.throttled');
+        return sendRefusal(reply, requestId, refused);
+      }
+    }
+    log.info({ client: req.ip, status: out.status, error: out.error, reason: out.description }, 'auth.refused');
     const r = authRefusalReply(out, { ...(resourceMetadataUrl ? { resourceMetadataUrl } : {}), requestId });
     return reply.code(r.status).headers(r.headers).send(r.body);
   };
   return {
     async onRequest(req, reply) {
       req.principal = '';
-      if (req.headers['mcp-method'] === DISCOVER) return undefined;
-      return authenticate(req, reply, null);
+      const presented = req.headers.authorization !== undefined && req.headers.authorization !== '';
+      if (req.headers['mcp-method'] !== DISCOVER) return authenticate(req, reply, null);
+      if (!presented) return undefined;
+      // A discover with credentials is its principal's when they are valid; when they are not,
+      // it is answered as one without credentials (principal '', the small body limit), not
+      // 401: the probe reveals nothing, and a client told 401 on its probe reports the server
+      // as unreachable ("Failed to connect") instead of asking for new credentials on the
+      // request that needs them. Not counted as an authentication failure.
+      const out = await authenticator.authenticate(req.headers.authorization);
+      if (out.ok) req.principal = out.principal;
+      return undefined;
     },
     async preHandler(req, reply) {
       if (req.principal) return undefined;

@@ -22,7 +22,19 @@ import { createLocalJWKSet, createRemoteJWKSet, errors, jwtVerify, type JWTVerif
 import { jwksProblem, type JwksSource } from '@mcp-tasks/config';
 
 /** Asymmetric JWS algorithms accepted for access tokens. */
-export const ACCEPTED_JWT_ALGORITHMS = ['RS256', 'RS384', 'RS512', 'PS256', 'PS384', 'PS512', 'ES256', 'ES384', 'ES512', 'EdDSA', 'Ed25519'];
+export const ACCEPTED_JWT_ALGORITHMS = [
+  'RS256',
+  'RS384',
+  'RS512',
+  'PS256',
+  'PS384',
+  'PS512',
+  'ES256',
+  'ES384',
+  'ES512',
+  'EdDSA',
+  'Ed25519',
+];
 
 export interface JwtVerifierOptions {
   /** Exact `iss`. */
@@ -51,7 +63,7 @@ export class AuthSetupError extends Error {
 }
 
 /** A failure to get the issuer's keys (not the token's fault). */
-class JwksUnavailable extends Error {}
+class JwksUnavailableError extends Error {}
 
 const JWS_COMPACT = /^[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+$/;
 
@@ -63,11 +75,14 @@ const CONTROL = /[\u0000-\u001f\u007f]/;
 
 /** Errors of the key lookup that mean "this token names no usable key". */
 const tokenSideKeyError = (e: unknown) =>
-  e instanceof errors.JWKSNoMatchingKey || e instanceof errors.JWKSMultipleMatchingKeys || e instanceof errors.JOSENotSupported || e instanceof errors.JOSEAlgNotAllowed;
+  e instanceof errors.JWKSNoMatchingKey ||
+  e instanceof errors.JWKSMultipleMatchingKeys ||
+  e instanceof errors.JOSENotSupported ||
+  e instanceof errors.JOSEAlgNotAllowed;
 
 async function keySet(o: JwtVerifierOptions): Promise<JWTVerifyGetKey> {
   const src = o.jwks;
-  if (src.kind === 'inline') return createLocalJWKSet(src.jwks as never);
+  if (src.kind === 'inline') return createLocalJWKSet(src.jwks);
   if (src.kind === 'file') {
     let jwks: unknown;
     try {
@@ -90,7 +105,7 @@ async function keySet(o: JwtVerifierOptions): Promise<JWTVerifyGetKey> {
       return await remote(header, token);
     } catch (e) {
       if (tokenSideKeyError(e)) throw e;
-      throw new JwksUnavailable('jwks', { cause: e });
+      throw new JwksUnavailableError('jwks', { cause: e });
     }
   };
 }
@@ -131,16 +146,20 @@ export async function createJwtVerifier(o: JwtVerifierOptions): Promise<(token: 
         requiredClaims: ['exp', 'sub'],
       }));
     } catch (e) {
-      if (e instanceof JwksUnavailable) return { ok: false, reason: 'unavailable', description: "the token issuer's keys could not be fetched" };
+      if (e instanceof JwksUnavailableError)
+        return { ok: false, reason: 'unavailable', description: "the token issuer's keys could not be fetched" };
       if (e instanceof errors.JWTExpired) return invalid('token expired');
       if (e instanceof errors.JWTClaimValidationFailed) return invalid(claimProblem(e));
       if (e instanceof errors.JWSSignatureVerificationFailed) return invalid('token signature is invalid');
-      if (e instanceof errors.JWKSNoMatchingKey || e instanceof errors.JWKSMultipleMatchingKeys) return invalid('token signing key is unknown');
-      if (e instanceof errors.JOSEAlgNotAllowed || e instanceof errors.JOSENotSupported) return invalid('token algorithm is not accepted');
+      if (e instanceof errors.JWKSNoMatchingKey || e instanceof errors.JWKSMultipleMatchingKeys)
+        return invalid('token signing key is unknown');
+      if (e instanceof errors.JOSEAlgNotAllowed || e instanceof errors.JOSENotSupported)
+        return invalid('token algorithm is not accepted');
       return invalid('malformed token');
     }
     const sub = payload.sub;
-    if (typeof sub !== 'string' || sub.length === 0 || sub.length > MAX_SUB_CHARS || CONTROL.test(sub)) return invalid('token subject is not usable');
+    if (typeof sub !== 'string' || sub.length === 0 || sub.length > MAX_SUB_CHARS || CONTROL.test(sub))
+      return invalid('token subject is not usable');
     const scopes = new Set<string>();
     const addAll = (v: unknown) => {
       const list: unknown[] = typeof v === 'string' ? v.split(' ') : Array.isArray(v) ? v : [];

@@ -1,5 +1,5 @@
 /**
- * OAuth 2.0 Protected Resource Metadata (RFC 9728; issue 10 §1; clients.md §2 item 12) as a
+ * OAuth 2.0 Protected Resource Metadata (RFC 9728) as a
  * Fastify plugin. Served without credentials at
  *   - `/.well-known/oauth-protected-resource`, and
  *   - the path-suffixed form for the endpoint (`PUBLIC_URL` https://h/mcp →
@@ -21,7 +21,10 @@
  * Register it outside any authentication hook: `app.register(protectedResourceMetadataRoutes, opts)`.
  */
 import type { FastifyPluginAsync } from 'fastify';
-import { getOAuthProtectedResourceMetadataUrl, type OAuthProtectedResourceMetadata } from '@modelcontextprotocol/server';
+import {
+  getOAuthProtectedResourceMetadataUrl,
+  type OAuthProtectedResourceMetadata,
+} from '@modelcontextprotocol/server';
 import type { AuthConfig } from '@mcp-tasks/config';
 
 export interface ProtectedResourceMetadataOptions {
@@ -60,7 +63,10 @@ export function protectedResourceMetadata(o: ProtectedResourceMetadataOptions): 
 }
 
 /** The plugin options for `config.auth`, or `undefined` when `PUBLIC_URL` is not set (nothing to serve). */
-export function metadataOptionsFromAuth(auth: AuthConfig, resourceName?: string): ProtectedResourceMetadataOptions | undefined {
+export function metadataOptionsFromAuth(
+  auth: AuthConfig,
+  resourceName?: string,
+): ProtectedResourceMetadataOptions | undefined {
   if (!auth.publicUrl) return undefined;
   return {
     publicUrl: auth.publicUrl,
@@ -70,7 +76,10 @@ export function metadataOptionsFromAuth(auth: AuthConfig, resourceName?: string)
 }
 
 /** Fastify plugin serving the document at `protectedResourceMetadataPaths(publicUrl)`. */
-export const protectedResourceMetadataRoutes: FastifyPluginAsync<ProtectedResourceMetadataOptions> = async (app, opts) => {
+export const protectedResourceMetadataRoutes: FastifyPluginAsync<ProtectedResourceMetadataOptions> = async (
+  app,
+  opts,
+) => {
   const doc = protectedResourceMetadata(opts);
   for (const url of protectedResourceMetadataPaths(opts.publicUrl)) {
     app.get(url, async (_req, reply) => {

@@ -3,7 +3,9 @@
 -- ttlMs, pollIntervalMs, step, fence, claimedStep, statusMessage, progress, pending,
 -- req:<key> (outstanding input request JSON), resp:<key> (answer JSON), used:<key>,
 -- state, result, error, cancelRequested, cancelReason, jobOwner, reruns, attempt (runs of the
--- claimed step), traceparent, tracestate, holderAt, webhookQueuedAt. A terminal record keeps only
+-- claimed step), traceparent, tracestate, holderAt, webhookQueuedAt, polledAt (a client looked at
+-- it while input_required), slotReleasedStep (its outstanding slot was released while it waited
+-- at that step). A terminal record keeps only
 -- KEPT (see finish); its result or error is in the task's result key (records finished before
 -- that change may still hold `result`/`error`).
 
@@ -54,7 +56,7 @@ local function expiresAt(key)
   return tonumber(t[1]) + tonumber(t[2])
 end
 
--- Fields a terminal record keeps (issue 8: Redis memory per finished task). Everything else
+-- Fields a terminal record keeps (Redis memory per finished task). Everything else
 -- (args over 64 bytes, caps, state, fence, claimedStep, jobOwner, holderAt, progress, cancelRequested,
 -- cancelReason, pending, tracestate, req:/resp:/used: fields) only served the running task.
 -- Each kept value is short (ids, numbers, a status, a capped statusMessage), so the rewritten

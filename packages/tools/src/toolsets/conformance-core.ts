@@ -9,7 +9,8 @@ import { z } from 'zod';
 import { defineTool, inputRequired, mcpHeader, samplingRequest, textResult, type ToolResult } from '../kit.js';
 
 /** A 1×1 red PNG (Base64), the suite's reference image. */
-export const TEST_IMAGE_BASE64 = 'iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8DwHwAFBQIAX8jx0gAAAABJRU5ErkJggg==';
+export const TEST_IMAGE_BASE64 =
+  'iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8DwHwAFBQIAX8jx0gAAAABJRU5ErkJggg==';
 /** A minimal WAV file (Base64), the suite's reference audio. */
 export const TEST_AUDIO_BASE64 = 'UklGRiYAAABXQVZFZm10IBAAAAABAAEAQB8AAAB9AAACABAAZGF0YQIAAAA=';
 
@@ -56,7 +57,18 @@ export const testEmbeddedResource = defineTool({
   inputSchema: noArgs,
   ...instant,
   async run() {
-    return { content: [{ type: 'resource', resource: { uri: 'test://embedded-resource', mimeType: 'text/plain', text: 'This is an embedded resource content.' } }] };
+    return {
+      content: [
+        {
+          type: 'resource',
+          resource: {
+            uri: 'test://embedded-resource',
+            mimeType: 'text/plain',
+            text: 'This is an embedded resource content.',
+          },
+        },
+      ],
+    };
   },
 });
 
@@ -71,7 +83,14 @@ export const testMultipleContentTypes = defineTool({
       content: [
         { type: 'text', text: 'Multiple content types test:' },
         { type: 'image', data: TEST_IMAGE_BASE64, mimeType: 'image/png' },
-        { type: 'resource', resource: { uri: 'test://mixed-content-resource', mimeType: 'application/json', text: JSON.stringify({ test: 'data', value: 123 }) } },
+        {
+          type: 'resource',
+          resource: {
+            uri: 'test://mixed-content-resource',
+            mimeType: 'application/json',
+            text: JSON.stringify({ test: 'data', value: 123 }),
+          },
+        },
       ],
     };
   },
@@ -110,7 +129,11 @@ export const JSON_SCHEMA_2020_12_INPUT_SCHEMA = {
   $schema: 'https://json-schema.org/draft/2020-12/schema',
   type: 'object',
   $defs: {
-    address: { $anchor: 'addressDef', type: 'object', properties: { street: { type: 'string' }, city: { type: 'string' } } },
+    address: {
+      $anchor: 'addressDef',
+      type: 'object',
+      properties: { street: { type: 'string' }, city: { type: 'string' } },
+    },
   },
   properties: {
     name: { type: 'string' },
@@ -129,7 +152,8 @@ export const JSON_SCHEMA_2020_12_INPUT_SCHEMA = {
 /** `json-schema-2020-12`: advertises `JSON_SCHEMA_2020_12_INPUT_SCHEMA` and enforces it. */
 export const jsonSchema202012Tool = defineTool({
   name: 'json_schema_2020_12_tool',
-  description: 'Tool with JSON Schema 2020-12 features ($defs, $anchor, allOf/anyOf, if/then/else) (conformance fixture).',
+  description:
+    'Tool with JSON Schema 2020-12 features ($defs, $anchor, allOf/anyOf, if/then/else) (conformance fixture).',
   inputSchema: z.object({
     name: z.string().optional(),
     address: z.object({ street: z.string().optional(), city: z.string().optional() }).optional(),
@@ -150,14 +174,20 @@ export const jsonSchema202012Tool = defineTool({
  */
 export const testMissingCapability = defineTool({
   name: 'test_missing_capability',
-  description: 'Needs the sampling client capability: asks the client for one completion, then reports (conformance fixture).',
+  description:
+    'Needs the sampling client capability: asks the client for one completion, then reports (conformance fixture).',
   inputSchema: noArgs,
   ...instant,
   requiresCapabilities: { sampling: {} },
   async run(_args, ctx) {
     if (ctx.step === 1) {
       return inputRequired({
-        inputRequests: { llm_answer: samplingRequest({ messages: [{ role: 'user', content: { type: 'text', text: 'Reply with the single word: pong' } }], maxTokens: 16 }) },
+        inputRequests: {
+          llm_answer: samplingRequest({
+            messages: [{ role: 'user', content: { type: 'text', text: 'Reply with the single word: pong' } }],
+            maxTokens: 16,
+          }),
+        },
       });
     }
     return textResult('sampling round-trip complete');
@@ -178,7 +208,8 @@ export const testStreamingElicitation = defineTool({
 /** `server-stateless` (no log without `_meta.logLevel`, L-01): logs through `ctx.log`. */
 export const testLoggingTool = defineTool({
   name: 'test_logging_tool',
-  description: 'Logs one info message (sent only when the request sets a log level), then returns (conformance fixture).',
+  description:
+    'Logs one info message (sent only when the request sets a log level), then returns (conformance fixture).',
   inputSchema: noArgs,
   ...instant,
   async run(_args, ctx) {

@@ -6,15 +6,29 @@
  * with `-32602` before the tool runs again.
  */
 import { z } from 'zod';
-import { accepted, defineTool, elicitForm, inputRequired, rootsRequest, samplingRequest, textResult, type InputRequest } from '../kit.js';
+import {
+  accepted,
+  defineTool,
+  elicitForm,
+  inputRequired,
+  rootsRequest,
+  samplingRequest,
+  textResult,
+  type InputRequest,
+} from '../kit.js';
 
 const instant = { taskSupport: 'forbidden', runsIn: 'gateway' } as const;
 const noArgs = z.object({});
 
 const askName = () =>
   elicitForm('What is your name?', { type: 'object', properties: { name: { type: 'string' } }, required: ['name'] });
-const askGreeting = () => samplingRequest({ messages: [{ role: 'user', content: { type: 'text', text: 'Generate a greeting' } }], maxTokens: 50 });
-const askConfirm = () => elicitForm('Please confirm', { type: 'object', properties: { ok: { type: 'boolean' } }, required: ['ok'] });
+const askGreeting = () =>
+  samplingRequest({
+    messages: [{ role: 'user', content: { type: 'text', text: 'Generate a greeting' } }],
+    maxTokens: 50,
+  });
+const askConfirm = () =>
+  elicitForm('Please confirm', { type: 'object', properties: { ok: { type: 'boolean' } }, required: ['ok'] });
 
 /** Text of a sampling answer (`CreateMessageResult.content.text`), if any. */
 function sampledText(answer: unknown): string | undefined {
@@ -39,14 +53,20 @@ export const testInputRequiredElicitation = defineTool({
 /** `basic-sampling`. */
 export const testInputRequiredSampling = defineTool({
   name: 'test_input_required_result_sampling',
-  description: 'Asks the client model a question (one sampling request), then reports its answer (MRTR conformance fixture).',
+  description:
+    'Asks the client model a question (one sampling request), then reports its answer (MRTR conformance fixture).',
   inputSchema: noArgs,
   ...instant,
   requiresCapabilities: { sampling: {} },
   async run(_args, ctx) {
     if (ctx.step === 1) {
       return inputRequired({
-        inputRequests: { capital_question: samplingRequest({ messages: [{ role: 'user', content: { type: 'text', text: 'What is the capital of France?' } }], maxTokens: 100 }) },
+        inputRequests: {
+          capital_question: samplingRequest({
+            messages: [{ role: 'user', content: { type: 'text', text: 'What is the capital of France?' } }],
+            maxTokens: 100,
+          }),
+        },
       });
     }
     return textResult(`Sampling response: ${sampledText(ctx.inputResponses.capital_question) ?? '(no text)'}`);
@@ -77,7 +97,9 @@ export const testInputRequiredRequestState = defineTool({
   requiresCapabilities: { elicitation: {} },
   async run(_args, ctx) {
     if (ctx.step === 1) return inputRequired({ inputRequests: { confirm: askConfirm() }, state: { round: 1 } });
-    return textResult(`state-ok: requestState verified (round ${String((ctx.state as { round?: number } | null)?.round)}) and confirmation received`);
+    return textResult(
+      `state-ok: requestState verified (round ${String((ctx.state as { round?: number } | null)?.round)}) and confirmation received`,
+    );
   },
 });
 
@@ -89,10 +111,15 @@ export const testInputRequiredMultipleInputs = defineTool({
   ...instant,
   requiresCapabilities: { elicitation: {}, sampling: {}, roots: {} },
   async run(_args, ctx) {
-    if (ctx.step === 1) return inputRequired({ inputRequests: { user_name: askName(), greeting: askGreeting(), client_roots: rootsRequest() } });
+    if (ctx.step === 1)
+      return inputRequired({
+        inputRequests: { user_name: askName(), greeting: askGreeting(), client_roots: rootsRequest() },
+      });
     const name = accepted(ctx.inputResponses, 'user_name')?.name;
     const roots = (ctx.inputResponses.client_roots as { roots?: unknown[] } | undefined)?.roots;
-    return textResult(`${sampledText(ctx.inputResponses.greeting) ?? 'Hello'} ${String(name)}: ${Array.isArray(roots) ? roots.length : 0} root(s) visible`);
+    return textResult(
+      `${sampledText(ctx.inputResponses.greeting) ?? 'Hello'} ${String(name)}: ${Array.isArray(roots) ? roots.length : 0} root(s) visible`,
+    );
   },
 });
 
@@ -106,18 +133,32 @@ export const testInputRequiredMultiRound = defineTool({
   async run(_args, ctx) {
     if (ctx.step === 1) {
       return inputRequired({
-        inputRequests: { step1: elicitForm('Step 1: What is your name?', { type: 'object', properties: { name: { type: 'string' } }, required: ['name'] }) },
+        inputRequests: {
+          step1: elicitForm('Step 1: What is your name?', {
+            type: 'object',
+            properties: { name: { type: 'string' } },
+            required: ['name'],
+          }),
+        },
       });
     }
     if (ctx.step === 2) {
       const name = accepted(ctx.inputResponses, 'step1')?.name;
       return inputRequired({
-        inputRequests: { step2: elicitForm('Step 2: What is your favorite color?', { type: 'object', properties: { color: { type: 'string' } }, required: ['color'] }) },
+        inputRequests: {
+          step2: elicitForm('Step 2: What is your favorite color?', {
+            type: 'object',
+            properties: { color: { type: 'string' } },
+            required: ['color'],
+          }),
+        },
         state: { name: typeof name === 'string' ? name : 'unknown' },
       });
     }
     const color = accepted(ctx.inputResponses, 'step2')?.color;
-    return textResult(`Multi-round complete: ${(ctx.state as { name: string }).name} likes ${typeof color === 'string' ? color : 'unknown'}`);
+    return textResult(
+      `Multi-round complete: ${(ctx.state as { name: string }).name} likes ${typeof color === 'string' ? color : 'unknown'}`,
+    );
   },
 });
 
@@ -137,7 +178,8 @@ export const testInputRequiredTamperedState = defineTool({
 /** `capability-check`: asks only for what the request's client capabilities cover (M-04). */
 export const testInputRequiredCapabilities = defineTool({
   name: 'test_input_required_result_capabilities',
-  description: 'Asks for input only of the kinds the client declared (elicitation, sampling, roots) (MRTR conformance fixture).',
+  description:
+    'Asks for input only of the kinds the client declared (elicitation, sampling, roots) (MRTR conformance fixture).',
   inputSchema: noArgs,
   ...instant,
   async run(_args, ctx) {
@@ -147,7 +189,8 @@ export const testInputRequiredCapabilities = defineTool({
     if (caps.elicitation !== undefined) inputRequests.user_name = askName();
     if (caps.sampling !== undefined) inputRequests.greeting = askGreeting();
     if (caps.roots !== undefined) inputRequests.client_roots = rootsRequest();
-    if (Object.keys(inputRequests).length === 0) return textResult('No declared client capability supports an in-band input request');
+    if (Object.keys(inputRequests).length === 0)
+      return textResult('No declared client capability supports an in-band input request');
     return inputRequired({ inputRequests });
   },
 });

@@ -24,11 +24,19 @@ export const testPromptWithArguments = definePrompt({
   title: 'Prompt With Arguments',
   description: 'A prompt with two required arguments; arg1 can be completed (conformance fixture).',
   arguments: {
-    arg1: { description: 'First test argument', required: true, complete: (value) => ARG1_VALUES.filter((v) => v.startsWith(value)) },
+    arg1: {
+      description: 'First test argument',
+      required: true,
+      complete: (value) => ARG1_VALUES.filter((v) => v.startsWith(value)),
+    },
     arg2: { description: 'Second test argument', required: true },
   },
   async get({ arg1, arg2 }) {
-    return { messages: [{ role: 'user', content: { type: 'text', text: `Prompt with arguments: arg1='${arg1}', arg2='${arg2}'` } }] };
+    return {
+      messages: [
+        { role: 'user', content: { type: 'text', text: `Prompt with arguments: arg1='${arg1}', arg2='${arg2}'` } },
+      ],
+    };
   },
 });
 
@@ -40,7 +48,13 @@ export const testPromptWithEmbeddedResource = definePrompt({
   async get({ resourceUri }) {
     return {
       messages: [
-        { role: 'user', content: { type: 'resource', resource: { uri: resourceUri, mimeType: 'text/plain', text: 'Embedded resource content for testing.' } } },
+        {
+          role: 'user',
+          content: {
+            type: 'resource',
+            resource: { uri: resourceUri, mimeType: 'text/plain', text: 'Embedded resource content for testing.' },
+          },
+        },
         { role: 'user', content: { type: 'text', text: 'Please process the embedded resource above.' } },
       ],
     };
@@ -69,12 +83,34 @@ export const testInputRequiredPrompt = definePrompt({
   async get(_args, ctx) {
     if (ctx.step === 1) {
       return inputRequired({
-        inputRequests: { user_context: elicitForm('What context should the prompt use?', { type: 'object', properties: { context: { type: 'string' } }, required: ['context'] }) },
+        inputRequests: {
+          user_context: elicitForm('What context should the prompt use?', {
+            type: 'object',
+            properties: { context: { type: 'string' } },
+            required: ['context'],
+          }),
+        },
       });
     }
     const context = accepted(ctx.inputResponses, 'user_context')?.context;
-    return { messages: [{ role: 'user', content: { type: 'text', text: `Use the following context: ${typeof context === 'string' ? context : '(none)'}` } }] };
+    return {
+      messages: [
+        {
+          role: 'user',
+          content: {
+            type: 'text',
+            text: `Use the following context: ${typeof context === 'string' ? context : '(none)'}`,
+          },
+        },
+      ],
+    };
   },
 });
 
-export const conformancePrompts = [testSimplePrompt, testPromptWithArguments, testPromptWithEmbeddedResource, testPromptWithImage, testInputRequiredPrompt];
+export const conformancePrompts = [
+  testSimplePrompt,
+  testPromptWithArguments,
+  testPromptWithEmbeddedResource,
+  testPromptWithImage,
+  testInputRequiredPrompt,
+];

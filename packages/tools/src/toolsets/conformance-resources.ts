@@ -13,7 +13,9 @@ export const staticText = defineResource({
   description: 'A static text resource (conformance fixture).',
   mimeType: 'text/plain',
   async read() {
-    return [{ uri: 'test://static-text', mimeType: 'text/plain', text: 'This is the content of the static text resource.' }];
+    return [
+      { uri: 'test://static-text', mimeType: 'text/plain', text: 'This is the content of the static text resource.' },
+    ];
   },
 });
 
@@ -47,7 +49,13 @@ export const dataTemplate = defineResourceTemplate({
   mimeType: 'application/json',
   complete: { id: (value) => ['123', '456', '789'].filter((v) => v.startsWith(value)) },
   async read(uri, { id }) {
-    return [{ uri, mimeType: 'application/json', text: JSON.stringify({ id, templateTest: true, data: `Data for ID: ${id}` }) }];
+    return [
+      {
+        uri,
+        mimeType: 'application/json',
+        text: JSON.stringify({ id, templateTest: true, data: `Data for ID: ${id}` }),
+      },
+    ];
   },
 });
 

@@ -10,8 +10,9 @@
  *  - conformance-mrtr.ts: `input_required` fixtures;
  *  - conformance-prompts.ts, conformance-resources.ts: prompts, resources, a template.
  */
+import { ErrorCode } from '@mcp-tasks/errors';
 import { z } from 'zod';
-import { accepted, defineTool, elicitForm, inputRequired, textResult, ToolProtocolError, type ToolDefinition } from '../kit.js';
+import { accepted, defineTool, elicitForm, inputRequired, textResult, ToolProtocolError } from '../kit.js';
 import type { ToolsetModule } from '../index.js';
 import { conformanceCoreTools } from './conformance-core.js';
 import { conformanceMrtrTools } from './conformance-mrtr.js';
@@ -32,7 +33,11 @@ export const greet = defineTool({
 export const slowCompute = defineTool({
   name: 'slow_compute',
   description: 'Sleeps `seconds`, then returns. Settles to cancelled when tasks/cancel arrives while it runs.',
-  inputSchema: z.object({ seconds: z.number().min(0).max(3600), label: z.string().optional(), needConfirm: z.boolean().optional() }),
+  inputSchema: z.object({
+    seconds: z.number().min(0).max(3600),
+    label: z.string().optional(),
+    needConfirm: z.boolean().optional(),
+  }),
   taskSupport: 'optional',
   async run({ seconds, label }, ctx) {
     const total = seconds * 1000;
@@ -41,7 +46,11 @@ export const slowCompute = defineTool({
       const slice = Math.min(500, total - slept);
       await ctx.sleep(slice);
       slept += slice;
-      await ctx.progress(slept / 1000, seconds, `computing${label ? ` ${label}` : ''}: ${slept / 1000} of ${seconds} s`);
+      await ctx.progress(
+        slept / 1000,
+        seconds,
+        `computing${label ? ` ${label}` : ''}: ${slept / 1000} of ${seconds} s`,
+      );
     }
     return textResult(`done after ${seconds}s${label ? `: ${label}` : ''}`);
   },
@@ -49,7 +58,8 @@ export const slowCompute = defineTool({
 
 export const failingJob = defineTool({
   name: 'failing_job',
-  description: 'Task-only tool that ends with a tool error (isError: true) after about 1 s; the task is completed, not failed.',
+  description:
+    'Task-only tool that ends with a tool error (isError: true) after about 1 s; the task is completed, not failed.',
   inputSchema: z.object({}),
   taskSupport: 'required',
   async run(_args, ctx) {
@@ -65,7 +75,7 @@ export const protocolErrorJob = defineTool({
   taskSupport: 'optional',
   async run(_args, ctx) {
     await ctx.sleep(300);
-    throw new ToolProtocolError(-32603, 'protocol_error_job: simulated internal failure');
+    throw new ToolProtocolError(ErrorCode.InternalError, 'protocol_error_job: simulated internal failure');
   },
 });
 
@@ -170,11 +180,20 @@ export const testToolWithProgress = defineTool({
   },
 });
 
-export const conformanceTools = [greet, slowCompute, failingJob, protocolErrorJob, confirmDelete, multiInput, testToolWithTask, testToolWithProgress];
+export const conformanceTools = [
+  greet,
+  slowCompute,
+  failingJob,
+  protocolErrorJob,
+  confirmDelete,
+  multiInput,
+  testToolWithTask,
+  testToolWithProgress,
+];
 
 /** The whole set: tools (tasks fixtures first), prompts, resources. */
 export const conformanceToolset: ToolsetModule = {
-  tools: [...conformanceTools, ...conformanceCoreTools, ...conformanceMrtrTools] as unknown as ToolDefinition[],
+  tools: [...conformanceTools, ...conformanceCoreTools, ...conformanceMrtrTools],
   prompts: conformancePrompts,
   resources: conformanceResources,
   resourceTemplates: conformanceResourceTemplates,

@@ -2,16 +2,29 @@
  * The `demo` tool set (the seed tools): `countdown`, `deep_research`, `share_report`, `add`.
  */
 import { z } from 'zod';
-import { accepted, defineTool, elicitForm, inputRequired, structuredResult, textResult, ToolCancelled, type ToolContext } from '../kit.js';
+import {
+  accepted,
+  defineTool,
+  elicitForm,
+  inputRequired,
+  structuredResult,
+  textResult,
+  ToolCancelled,
+  type ToolContext,
+} from '../kit.js';
 
 /**
  * Sleeps `ms` in slices, reporting progress from `from` to `to` (of 100) along the way. The
- * message names the phase only: clients show the percentage from `total` (D11).
+ * message names the phase only: clients show the percentage from `total` (D11). Each slice is
+ * checkpointed, so a run of the step moved to another worker goes on with the phase where it
+ * stopped (D14).
  */
 async function phase(ctx: ToolContext, ms: number, from: number, to: number, label: string): Promise<void> {
   const slices = Math.max(1, Math.min(20, Math.ceil(ms / 1000)));
-  for (let i = 1; i <= slices; i++) {
+  const doneSlices = (ctx.lastCheckpoint as { slices?: number } | undefined)?.slices ?? 0;
+  for (let i = doneSlices + 1; i <= slices; i++) {
     await ctx.sleep(ms / slices);
+    await ctx.checkpoint({ slices: i });
     await ctx.progress(Math.round(from + ((to - from) * i) / slices), 100, label);
   }
 }
@@ -19,12 +32,16 @@ async function phase(ctx: ToolContext, ms: number, from: number, to: number, lab
 export const countdown = defineTool({
   name: 'countdown',
   title: 'Countdown',
-  description: 'Counts down from `seconds` (1-10), one step per second, reporting progress. Runs as a task for clients that support tasks.',
+  description:
+    'Counts down from `seconds` (1-10), one step per second, reporting progress. Runs as a task for clients that support tasks.',
   inputSchema: z.object({ seconds: z.number().int().min(1).max(10).describe('Seconds to count down from (1-10)') }),
   taskSupport: 'optional',
   async run({ seconds }, ctx) {
-    for (let i = 1; i <= seconds; i++) {
+    // A checkpoint per second: a run moved to another worker goes on from there (D14).
+    const from = (ctx.lastCheckpoint as { done?: number } | undefined)?.done ?? 0;
+    for (let i = from + 1; i <= seconds; i++) {
       await ctx.sleep(1000);
+      await ctx.checkpoint({ done: i });
       await ctx.progress(i, seconds, `${i}/${seconds} s (${seconds - i} left)`);
     }
     return textResult(`Countdown from ${seconds} finished.`);
@@ -83,7 +100,8 @@ export const deepResearch = defineTool({
 export const shareReport = defineTool({
   name: 'share_report',
   title: 'Share report',
-  description: 'Shares the latest report to a channel after asking for confirmation (and whether to notify). No task; answers at once.',
+  description:
+    'Shares the latest report to a channel after asking for confirmation (and whether to notify). No task; answers at once.',
   inputSchema: z.object({ channel: z.string().min(1).max(200).describe('Channel to share to, e.g. #research') }),
   taskSupport: 'forbidden',
   runsIn: 'gateway',
@@ -103,7 +121,12 @@ export const shareReport = defineTool({
     const answer = accepted(ctx.inputResponses, 'confirm');
     if (!answer) return textResult(`Not shared to ${channel}.`);
     const notify = answer.notify === true;
-    return structuredResult({ summary: `Shared the report to ${channel}${notify ? ' and notified its members' : ''}.`, channel, shared: true, notify });
+    return structuredResult({
+      summary: `Shared the report to ${channel}${notify ? ' and notified its members' : ''}.`,
+      channel,
+      shared: true,
+      notify,
+    });
   },
 });
 

@@ -5,14 +5,30 @@
 import { appendFileSync, renameSync, writeFileSync } from 'node:fs';
 import { rename, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
+import { ErrorCode } from '@mcp-tasks/errors';
 import { z } from 'zod';
-import { accepted, defineTool, elicitForm, inputRequired, mcpHeader, structuredResult, textResult, ToolProtocolError, type ToolResult } from '../kit.js';
+import {
+  accepted,
+  defineTool,
+  elicitForm,
+  inputRequired,
+  mcpHeader,
+  structuredResult,
+  textResult,
+  ToolProtocolError,
+} from '../kit.js';
+import { durableTestingTools } from './testing-durable.js';
 
 /** `slow_echo(seconds, text?)`: sleeps, then echoes. Cases B-02, B-07, B-16. */
 export const slowEcho = defineTool({
   name: 'slow_echo',
-  description: 'Sleeps `seconds` (0-3600, fractions allowed), reporting progress each second (none with `quiet`), then echoes `text`.',
-  inputSchema: z.object({ seconds: z.number().min(0).max(3600), text: z.string().max(100_000).optional(), quiet: z.boolean().optional() }),
+  description:
+    'Sleeps `seconds` (0-3600, fractions allowed), reporting progress each second (none with `quiet`), then echoes `text`.',
+  inputSchema: z.object({
+    seconds: z.number().min(0).max(3600),
+    text: z.string().max(100_000).optional(),
+    quiet: z.boolean().optional(),
+  }),
   taskSupport: 'optional',
   async run({ seconds, text, quiet }, ctx) {
     if (quiet) {
@@ -34,7 +50,8 @@ export const slowEcho = defineTool({
 /** `ask_confirm(question?)`: one elicitation (key `confirm`), then answers. Cases B-05, B-14. */
 export const askConfirm = defineTool({
   name: 'ask_confirm',
-  description: 'Asks the user to confirm (one form elicitation with a boolean, `rounds` times, default 1), then reports the last answer.',
+  description:
+    'Asks the user to confirm (one form elicitation with a boolean, `rounds` times, default 1), then reports the last answer.',
   inputSchema: z.object({
     question: z.string().max(500).optional(),
     rounds: z.number().int().min(1).max(10).optional(),
@@ -103,14 +120,15 @@ export const progressSync = defineTool({
  * `side_effect(marker, delaySeconds)`: works `delaySeconds` (abortable), then writes the file
  * `<TESTING_SIDE_EFFECT_DIR>/<marker>`: the effect a cancelled call must never have (C-01).
  * Writes when it started to `<marker>.started` and when its AbortSignal fired to
- * `<marker>.aborted` (unix ms with sub-ms decimals: `performance.timeOrigin + performance.now()`,
+ * `<marker>.aborted` (and the signal's reason to `<marker>.abort-reason`: `cancelled`, `timeout`, …) (unix ms with sub-ms decimals: `performance.timeOrigin + performance.now()`,
  * comparable across the processes of one machine), so tests can measure disconnect → abort and
  * the benchmark handle → tool running. Every file is written whole before it appears (temp file
  * + rename): a test that sees it can read it.
  */
 export const sideEffect = defineTool({
   name: 'side_effect',
-  description: 'Waits `delaySeconds`, then writes a marker file (testing only): shows whether a cancelled call stopped in time.',
+  description:
+    'Waits `delaySeconds`, then writes a marker file (testing only): shows whether a cancelled call stopped in time.',
   inputSchema: z.object({
     marker: z.string().regex(/^[A-Za-z0-9_-]{1,64}$/),
     delaySeconds: z.number().min(0).max(3600),
@@ -128,6 +146,8 @@ export const sideEffect = defineTool({
     ctx.signal.addEventListener(
       'abort',
       () => {
+        writeFileSync(join(dir, `${marker}.abort-reason.tmp`), String(ctx.signal.reason));
+        renameSync(join(dir, `${marker}.abort-reason.tmp`), join(dir, `${marker}.abort-reason`));
         writeFileSync(join(dir, `${marker}.aborted.tmp`), stamp());
         renameSync(join(dir, `${marker}.aborted.tmp`), join(dir, `${marker}.aborted`));
       },
@@ -146,18 +166,45 @@ export const sideEffect = defineTool({
  */
 export const bigResult = defineTool({
   name: 'big_result',
-  description: 'Returns a text result of `bytes` characters (testing only); with kind "buffer", a Node Buffer of that size instead of the text.',
-  inputSchema: z.object({ bytes: z.number().int().min(0).max(64 * 1024 * 1024), kind: z.enum(['string', 'buffer']).optional() }),
+  description:
+    'Returns a text result of `bytes` characters (testing only); with kind "buffer", a Node Buffer of that size instead of the text.',
+  inputSchema: z.object({
+    bytes: z
+      .number()
+      .int()
+      .min(0)
+      .max(64 * 1024 * 1024),
+    kind: z.enum(['string', 'buffer']).optional(),
+  }),
   taskSupport: 'optional',
   async run({ bytes, kind = 'string' }) {
-    if (kind === 'buffer') return { content: [{ type: 'text', text: Buffer.alloc(bytes, 120) }] } as unknown as ToolResult;
+    if (kind === 'buffer') return { content: [{ type: 'text', text: Buffer.alloc(bytes, 120) }] };
     // No structuredContent: the text is the result (D11), and is not stored twice.
     return textResult('x'.repeat(bytes));
   },
 });
 
 /**
- * `throw_error(kind, message)`: fails on purpose (issue 10 §5). `unexpected` throws a plain
+ * `time_limited(seconds, ignoreSignal?)`: sleeps `seconds` under its own time limit of 2 s
+ * (`defineTool({ timeoutMs: 2000 })`, overriding TOOL_TIMEOUT_MS). With `ignoreSignal` it sleeps
+ * on a plain timer that its AbortSignal does not stop: the task must end at the limit anyway.
+ */
+export const TIME_LIMITED_TIMEOUT_MS = 2000;
+export const timeLimited = defineTool({
+  name: 'time_limited',
+  description: 'Sleeps `seconds` under its own time limit of 2 s (testing only); `ignoreSignal` ignores the abort.',
+  inputSchema: z.object({ seconds: z.number().min(0).max(60), ignoreSignal: z.boolean().optional() }),
+  taskSupport: 'optional',
+  timeoutMs: TIME_LIMITED_TIMEOUT_MS,
+  async run({ seconds, ignoreSignal }, ctx) {
+    if (ignoreSignal) await new Promise((r) => setTimeout(r, seconds * 1000));
+    else await ctx.sleep(seconds * 1000);
+    return structuredResult({ summary: `slept ${seconds} s`, seconds });
+  },
+});
+
+/**
+ * `throw_error(kind, message)`: fails on purpose. `unexpected` throws a plain
  * `Error` whose message (and stack) must reach only the log; `protocol` throws a
  * `ToolProtocolError` (-32602), whose message is for the client.
  */
@@ -167,7 +214,7 @@ export const throwError = defineTool({
   inputSchema: z.object({ kind: z.enum(['unexpected', 'protocol']), message: z.string().max(10_000) }),
   taskSupport: 'optional',
   async run({ kind, message }) {
-    if (kind === 'protocol') throw new ToolProtocolError(-32602, message);
+    if (kind === 'protocol') throw new ToolProtocolError(ErrorCode.InvalidParams, message);
     throw new Error(message);
   },
 });
@@ -203,12 +250,19 @@ export const confirmOnce = defineTool({
   async run({ marker }, ctx) {
     if (ctx.step === 1) {
       return inputRequired({
-        inputRequests: { confirm: elicitForm(`Run the guarded step for ${marker}?`, { type: 'object', properties: { ok: { type: 'boolean' } }, required: ['ok'] }) },
+        inputRequests: {
+          confirm: elicitForm(`Run the guarded step for ${marker}?`, {
+            type: 'object',
+            properties: { ok: { type: 'boolean' } },
+            required: ['ok'],
+          }),
+        },
       });
     }
     const dir = ctx.settings.sideEffectDir;
     if (!dir) return textResult('confirm_once is not configured (TESTING_SIDE_EFFECT_DIR)', { isError: true });
-    if (accepted(ctx.inputResponses, 'confirm')?.ok !== true) return structuredResult({ summary: `not run: ${marker}`, marker, ran: false });
+    if (accepted(ctx.inputResponses, 'confirm')?.ok !== true)
+      return structuredResult({ summary: `not run: ${marker}`, marker, ran: false });
     appendFileSync(join(dir, `${marker}.runs`), `${Date.now()}\n`);
     return structuredResult({ summary: `ran: ${marker}`, marker, ran: true });
   },
@@ -221,7 +275,8 @@ export const confirmOnce = defineTool({
  */
 export const headerEcho = defineTool({
   name: 'header_echo',
-  description: 'Waits `seconds` (default 0), then echoes region, count and dry; they travel in Mcp-Param-* headers too (testing only).',
+  description:
+    'Waits `seconds` (default 0), then echoes region, count and dry; they travel in Mcp-Param-* headers too (testing only).',
   inputSchema: z.object({
     region: mcpHeader('Region', z.string().max(200)),
     count: mcpHeader('Count', z.number().int().min(-1_000_000).max(1_000_000)).optional(),
@@ -231,8 +286,25 @@ export const headerEcho = defineTool({
   taskSupport: 'optional',
   async run({ region, count, dry, seconds }, ctx) {
     if (seconds) await ctx.sleep(seconds * 1000);
-    return structuredResult({ summary: `region=${region} count=${count ?? '-'} dry=${dry ?? '-'}`, region, count: count ?? null, dry: dry ?? null });
+    return structuredResult({
+      summary: `region=${region} count=${count ?? '-'} dry=${dry ?? '-'}`,
+      region,
+      count: count ?? null,
+      dry: dry ?? null,
+    });
   },
 });
 
-export const testingTools = [slowEcho, askConfirm, progressSync, sideEffect, bigResult, throwError, crashInline, confirmOnce, headerEcho];
+export const testingTools = [
+  slowEcho,
+  askConfirm,
+  progressSync,
+  sideEffect,
+  bigResult,
+  throwError,
+  crashInline,
+  confirmOnce,
+  headerEcho,
+  timeLimited,
+  ...durableTestingTools,
+];

@@ -1,0 +1,88 @@
+// ESLint (flat config): typescript-eslint's type-aware recommended rules over the sources of every
+// workspace (apps/*/src, packages/*/src). Prettier stays the formatter (eslint-config-prettier turns
+// off every stylistic rule it owns). Tests, benchmarks and scripts are not linted here: they are
+// type-checked by tsconfig.test.json and formatted by Prettier. `npm run lint` runs it with
+// --max-warnings 0 (docs/testing.md).
+import js from '@eslint/js';
+import prettier from 'eslint-config-prettier';
+import tseslint from 'typescript-eslint';
+
+const MAX_FILE_LINES = 400;
+const MAX_FUNCTION_LINES = 80;
+
+/**
+ * Known long functions and files, to be split (a shrinking allow-list: remove an entry once its
+ * function is split; never add one). Each file's limit is raised to its longest listed function
+ * (lines without blanks and comments, as the rule counts them) or to its current length, so none
+ * may grow and every other file keeps the limits above.
+ */
+const KNOWN_LONG = {
+  'apps/cli/src/commands/call.ts': { functions: { runCall: 92 } },
+  'apps/gateway/src/listen.ts': { functions: { createTaskListen: 183, serve: 170 } },
+  'apps/gateway/src/mcp-route.ts': { functions: { createMcpRoute: 221, register: 196, handler: 177 } },
+  'apps/gateway/src/sync-call.ts': { functions: { waitSync: 167 } },
+  'apps/gateway/src/tools-call.ts': { functions: { toolsCall: 93 } },
+  'apps/worker/src/main.ts': { functions: { main: 250 } },
+  'apps/worker/src/processor.ts': { functions: { createStepProcessor: 256, processStep: 253 } },
+  'apps/worker/src/reconcile.ts': { functions: { reconcileOnce: 101 } },
+};
+
+const knownLong = Object.entries(KNOWN_LONG).map(([file, { functions, lines }]) => {
+  const longest = Math.max(MAX_FUNCTION_LINES, ...Object.values(functions));
+  return {
+    files: [file],
+    rules: {
+      'max-lines-per-function': ['error', { max: longest, skipBlankLines: true, skipComments: true, IIFEs: true }],
+      ...(lines ? { 'max-lines': ['error', { max: lines }] } : {}),
+    },
+  };
+});
+
+export default tseslint.config(
+  { ignores: ['**/dist/**', '**/node_modules/**'] },
+  {
+    files: ['apps/*/src/**/*.ts', 'packages/*/src/**/*.ts'],
+    extends: [js.configs.recommended, ...tseslint.configs.recommendedTypeChecked, prettier],
+    languageOptions: {
+      parserOptions: { projectService: true, tsconfigRootDir: import.meta.dirname },
+    },
+    linterOptions: { reportUnusedDisableDirectives: 'error' },
+    rules: {
+      // Off: a tool's `run()`, a Fastify plugin or an async route handler implements an interface that
+      // returns a Promise; `async` without `await` is how it does so, and it also turns a synchronous
+      // throw into a rejection (which Fastify and the tool kit rely on). Rewriting them as non-async
+      // functions returning Promise.resolve(...) would change that.
+      '@typescript-eslint/require-await': 'off',
+      // A `let` assigned once but read (by a closure) before that assignment stays `let`: the
+      // start-up code creates the metrics and error handlers that name the queues before the queues.
+      'prefer-const': ['error', { ignoreReadBeforeAssign: true }],
+      'max-lines': ['error', { max: MAX_FILE_LINES }],
+      'max-lines-per-function': [
+        'error',
+        { max: MAX_FUNCTION_LINES, skipBlankLines: true, skipComments: true, IIFEs: true },
+      ],
+      '@typescript-eslint/no-unused-vars': [
+        'error',
+        {
+          argsIgnorePattern: '^_',
+          varsIgnorePattern: '^_',
+          caughtErrorsIgnorePattern: '^_',
+          destructuredArrayIgnorePattern: '^_',
+        },
+      ],
+    },
+  },
+  ...knownLong,
+  {
+    // Known findings, to be fixed: the client's raw JSON-RPC view (RpcResponse, onMessage, InputRequest
+    // params, ToolInfo.inputSchema) is typed `any` so that its callers, the tests above all, can reach
+    // into results; typing it as `unknown` means narrowing in ~20 test files. Only these rules, only here.
+    files: ['packages/client/src/rpc.ts', 'packages/client/src/client.ts', 'packages/client/src/wire.ts'],
+    rules: {
+      '@typescript-eslint/no-explicit-any': 'off',
+      '@typescript-eslint/no-unsafe-assignment': 'off',
+      '@typescript-eslint/no-unsafe-member-access': 'off',
+      '@typescript-eslint/no-unsafe-argument': 'off',
+    },
+  },
+);
