@@ -20,7 +20,7 @@ import { chmodSync, mkdtempSync, readFileSync, rmSync, writeFileSync, existsSync
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { ROOT, startCluster, waitFor, type Cluster } from '../support/cluster.js';
-import { callTool, getTask, pollTask, TASKS } from '../support/mcp.js';
+import { callTool, getTask, pollTask, TASKS, updateTask } from '../support/mcp.js';
 import { startRoundRobinProxy, type ProxyLogEntry, type RoundRobinProxy } from '../support/round-robin-proxy.js';
 import { startTerminal, type Terminal } from '../support/tmux.js';
 
@@ -285,7 +285,7 @@ describe('mcp-tasks, the terminal client (issue 11 §2)', () => {
     assert.match(unknown.stderr, /-32602/);
   });
 
-  it('watch --notify: follows the task through subscriptions/listen and raises the desktop notification when it completes (T-39)', async () => {
+  it('watch --notify: follows the task through subscriptions/listen and raises the desktop notification when it asks and when it completes (T-39)', async () => {
     // node-notifier runs `notify-send "<title>" "<message>" …` on Linux: a recording stand-in
     // first on PATH is the only stub.
     const bin = join(dir, 'bin');
@@ -296,28 +296,57 @@ describe('mcp-tasks, the terminal client (issue 11 §2)', () => {
       `#!/bin/sh\n{ printf '%s\\037' "$@"; printf '\\n'; } >> ${shellQuote(record)}\n`,
     );
     chmodSync(join(bin, 'notify-send'), 0o755);
-    const created = await callTool(c.urls[0]!, 'countdown', { seconds: 3 }, { token: TOKEN });
+    // A task that waits for an answer: it ends only when the test answers, after the watcher is
+    // on its listen stream (a task that ends on a timer may end before a slow CLI start polls).
+    const created = await callTool(c.urls[0]!, 'ask_confirm', { question: 'Ship it?' }, { token: TOKEN });
     const taskId = String(created.body.result?.taskId);
+    const asked = await pollTask(
+      () => c.urls[1]!,
+      taskId,
+      (r) => r.status === 'input_required',
+      15_000,
+      100,
+      { token: TOKEN },
+    );
+    const key = Object.keys(asked.inputRequests ?? {})[0]!;
     const from = proxy.log.length;
-    const watch = await runCli(['watch', taskId, '--notify'], { ...env, PATH: `${bin}:${env.PATH}` }, 30_000);
+    const watching = runCli(['watch', taskId, '--notify'], { ...env, PATH: `${bin}:${env.PATH}` }, 30_000);
+    await waitFor(
+      async () => wire(from).some((e) => e.mcpMethod === 'subscriptions/listen'),
+      20_000,
+      50,
+      'the watcher on its listen stream',
+    );
+    const answered = await updateTask(
+      c.urls[1]!,
+      taskId,
+      { [key]: { action: 'accept', content: { confirm: true } } },
+      { token: TOKEN },
+    );
+    assert.equal(answered.status, 200, JSON.stringify(answered.body));
+    const watch = await watching;
     const endedAt = Date.now();
     assert.equal(watch.code, 0, watch.stderr);
-    assert.equal(watch.stdout.trim(), 'Countdown from 3 finished.');
+    assert.equal(watch.stdout.trim(), 'confirmed: true');
     assert.ok(existsSync(record), `notify-send was not run; stderr: ${watch.stderr}`);
     const calls = readFileSync(record, 'utf8')
       .trim()
       .split('\n')
       .map((l) => l.split('\x1f').filter(Boolean));
-    assert.equal(calls.length, 1, JSON.stringify(calls));
-    assert.equal(calls[0]![0], 'mcp-tasks: task completed');
-    assert.equal(calls[0]![1], `Countdown from 3 finished. (task ${taskId})`);
+    assert.deepEqual(
+      calls.map((c) => c.slice(0, 2)),
+      [
+        ['mcp-tasks: a task needs your answer', `Task ${taskId} asks a question`],
+        ['mcp-tasks: task completed', `confirmed: true (task ${taskId})`],
+      ],
+    );
     // Pushed, not polled: one tasks/get to check the id, then the listen stream alone.
     const w = wire(from);
     const listen = w.find((e) => e.mcpMethod === 'subscriptions/listen');
-    assert.ok(listen, explain(from));
-    assert.deepEqual(JSON.parse(listen.body!).params.notifications.taskIds, [taskId]);
+    assert.deepEqual(JSON.parse(listen!.body!).params.notifications.taskIds, [taskId]);
     assert.equal(w.filter((e) => e.mcpMethod === 'tasks/get').length, 1, explain(from));
     const completed = await getTask(c.urls[1]!, taskId, { token: TOKEN });
+    assert.equal(completed.body.result?.status, 'completed');
     const lag = endedAt - Date.parse(completed.body.result!.lastUpdatedAt);
     assert.ok(lag < 5000, `the watcher ended ${lag} ms after the task completed`);
   });
