@@ -332,8 +332,7 @@ describe('Case B-05.6: K left unanswered past the input timeout', () => {
 
   it('ends failed with a clear statusMessage and an error, not stuck in input_required (T-13, T-21)', async () => {
     const [G1, G2] = c.urls as [string, string];
-    const { taskId, key: K } = await parkedAskConfirm(c, G1, 'Anyone there?');
-    const parkedAt = Date.now();
+    const { taskId, key: K, parked } = await parkedAskConfirm(c, G1, 'Anyone there?');
     const seen = new Set<string>();
     const end = await pollTask(
       () => G2,
@@ -342,7 +341,9 @@ describe('Case B-05.6: K left unanswered past the input timeout', () => {
       INPUT_TIMEOUT_MS + 8000,
       100,
     );
-    const waited = Date.now() - parkedAt;
+    // On the task's own clock (its lastUpdatedAt when it parked, then when it failed): a poll that
+    // sees the park late on a busy machine does not shorten the wait measured.
+    const waited = Date.parse(end.lastUpdatedAt) - Date.parse(parked.lastUpdatedAt);
     assert.equal(end.status, 'failed', JSON.stringify(end));
     assert.ok(waited >= INPUT_TIMEOUT_MS - 300, `failed only after the timeout (${waited} ms)`);
     assert.ok(waited <= INPUT_TIMEOUT_MS + 6000, `failed within the timeout plus slack (${waited} ms)`);
