@@ -23,16 +23,17 @@ export class ListenLease {
 
   /**
    * Takes a lease for one more listen stream of `principal`.
-   * @returns the lease; or, when none was taken, the reply already sent: HTTP 503 `-32603`
-   * "Task store unavailable" (Redis away) or HTTP 429 `-31429` (the principal holds `max`
-   * streams; `Retry-After` = the lease TTL in seconds).
+   * @returns the lease; or, when none was taken, `refused`: the reply already sent, HTTP 503
+   * `-32603` "Task store unavailable" (Redis away) or HTTP 429 `-31429` (the principal holds `max`
+   * streams; `Retry-After` = the lease TTL in seconds). It is wrapped so that it is not awaited
+   * here: a reply is thenable; the caller returns it, and its promise ends once the reply is sent.
    */
   static async acquire(
     deps: Pick<GatewayDeps, 'config' | 'log' | 'store'>,
     reply: FastifyReply,
     principal: string,
     subscriptionId: string | number,
-  ): Promise<ListenLease | FastifyReply> {
+  ): Promise<ListenLease | { refused: FastifyReply }> {
     const { config, log, store } = deps;
     // One of the principal's listen streams, counted across every gateway (a lease renewed with
     // each keep-alive, so a dead gateway's streams stop counting after LEASE_TTL).
@@ -43,15 +44,17 @@ export class ListenLease {
     try {
       held = await store.acquireListenLease(principal, leaseId, max, leaseTtl);
     } catch {
-      return replyStoreUnavailable(reply, subscriptionId);
+      return { refused: replyStoreUnavailable(reply, subscriptionId) };
     }
     if (held < 0) {
       log.info({ principal, max }, 'listen.refused_principal_limit');
-      return sendRefusal(reply, subscriptionId, {
-        limit: 'listen_streams',
-        max,
-        retryAfterS: Math.ceil(leaseTtl / 1000),
-      });
+      return {
+        refused: sendRefusal(reply, subscriptionId, {
+          limit: 'listen_streams',
+          max,
+          retryAfterS: Math.ceil(leaseTtl / 1000),
+        }),
+      };
     }
     return new ListenLease(store, principal, leaseId, max, leaseTtl);
   }

@@ -84,7 +84,7 @@ export function createTaskListen(deps: Pick<GatewayDeps, 'config' | 'log' | 'sto
       return reply.send(jsonRpcErrorBody(subscriptionId, ErrorCode.InternalError, 'Subscription limit reached'));
     }
     const lease = await ListenLease.acquire(deps, reply, principal, subscriptionId);
-    if (!(lease instanceof ListenLease)) return lease;
+    if (!(lease instanceof ListenLease)) return lease.refused;
 
     // Subscribe before reading, so a change between the read and the first message is not lost.
     const ids = [...new Set(requested as string[])].filter(isWellFormedTaskId);
