@@ -26,22 +26,18 @@
  * `-31429` (limits.ts).
  */
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import { SUBSCRIPTION_ID_META_KEY } from '@modelcontextprotocol/server';
-import { isTerminal, isWellFormedTaskId, toDetailedTask, type TaskRecord } from '@mcp-tasks/task-store';
+import { isWellFormedTaskId } from '@mcp-tasks/task-store';
 import type { Classification, McpBody } from './classify.js';
-import { randomUUID } from 'node:crypto';
 import { ErrorCode, jsonRpcErrorBody } from './errors.js';
 import { replyStoreUnavailable } from './store-unavailable-reply.js';
-import { sendRefusal } from './limits.js';
-import { SERVER_INFO, type GatewayDeps } from './context.js';
-import { SSE_HEADERS } from './sse.js';
+import type { GatewayDeps } from './context.js';
+import { ListenLease } from './listen-lease.js';
+import { ListenStream, type Teardown } from './listen-stream.js';
 
 /** Most task ids one listen request may name. */
 export const MAX_TASK_IDS = 100;
 /** Most task listen streams one gateway process holds. */
 export const MAX_SUBSCRIPTIONS = 1024;
-/** Backstop re-read of every subscribed, non-terminal task (ms, D5). */
-const RECHECK_MS = 5000;
 
 export interface TaskListen {
   /** Serves one listen request (the route has checked T-49 and the era). */
@@ -51,9 +47,13 @@ export interface TaskListen {
   readonly openCount: number;
 }
 
+/**
+ * The task listen streams of this gateway process: `serve` opens one per listen request (at most
+ * MAX_SUBSCRIPTIONS at once), `closeAll` ends them all at shutdown.
+ */
 export function createTaskListen(deps: Pick<GatewayDeps, 'config' | 'log' | 'store' | 'events'>): TaskListen {
-  const { config, log, store, events } = deps;
-  const open = new Set<(graceful: boolean) => void>();
+  const { config, log } = deps;
+  const open = new Set<Teardown>();
 
   async function serve(
     _req: FastifyRequest,
@@ -83,170 +83,23 @@ export function createTaskListen(deps: Pick<GatewayDeps, 'config' | 'log' | 'sto
       log.warn({ open: open.size }, 'listen.refused_limit');
       return reply.send(jsonRpcErrorBody(subscriptionId, ErrorCode.InternalError, 'Subscription limit reached'));
     }
-    // One of the principal's listen streams, counted across every gateway (a lease renewed with
-    // each keep-alive, so a dead gateway's streams stop counting after LEASE_TTL).
-    const leaseId = randomUUID();
-    const max = config.limits.listenStreamsPerPrincipal;
-    const leaseTtl = config.sync.keepAliveMs * 3;
-    let held: number;
-    try {
-      held = await store.acquireListenLease(principal, leaseId, max, leaseTtl);
-    } catch {
-      return replyStoreUnavailable(reply, subscriptionId);
-    }
-    if (held < 0) {
-      log.info({ principal, max }, 'listen.refused_principal_limit');
-      return sendRefusal(reply, subscriptionId, {
-        limit: 'listen_streams',
-        max,
-        retryAfterS: Math.ceil(leaseTtl / 1000),
-      });
-    }
-    const releaseLease = () => store.releaseListenLease(principal, leaseId).catch(() => undefined);
+    const lease = await ListenLease.acquire(deps, reply, principal, subscriptionId);
+    if (!(lease instanceof ListenLease)) return lease.refused;
 
     // Subscribe before reading, so a change between the read and the first message is not lost.
-    const res = reply.raw;
-    let closed = false;
-    /** What was last sent per task: its status and step. */
-    const sent = new Map<string, { status: string; step: number }>();
-    const unlisten: (() => Promise<void>)[] = [];
     const ids = [...new Set(requested as string[])].filter(isWellFormedTaskId);
-    const granted: string[] = [];
-    const snapshot = new Map<string, TaskRecord>();
-    const reading = new Map<string, Promise<void>>();
-    const dirty = new Set<string>();
-    // Nothing is written before the acknowledgement (S-02): messages that arrive while the
-    // stream is being set up only mark their task for a re-read once it is.
-    let ready = false;
-
-    const write = (frame: string) => {
-      if (closed || res.writableEnded || res.destroyed) return;
-      res.write(frame);
-    };
-    const writeMessage = (message: unknown) => write(`event: message\ndata: ${JSON.stringify(message)}\n\n`);
-    const emit = (rec: TaskRecord) => {
-      // A state is its status and step: a gateway that reads too late to see the `working`
-      // between two questions still sees the second question (a new step).
-      const last = sent.get(rec.taskId);
-      if (last && last.status === rec.status && last.step === rec.step) return;
-      // Never a state older than one sent: nothing after a terminal state, nothing of an earlier
-      // step. Reads of one task are one at a time (`refresh`), so within a step they arrive in
-      // order. Not by `lastUpdatedAt`: the gateway and the worker stamp it each from its own
-      // estimate of Redis time (N-11, within 1 s), so a worker's `completed` written right after a
-      // gateway's `working` could carry an earlier stamp, and was dropped for good (seen in CI).
-      if (last && (isTerminal(last.status) || rec.step < last.step)) return;
-      sent.set(rec.taskId, { status: rec.status, step: rec.step });
-      writeMessage({
-        jsonrpc: '2.0',
-        method: 'notifications/tasks',
-        params: { ...toDetailedTask(rec), _meta: { [SUBSCRIPTION_ID_META_KEY]: subscriptionId } },
-      });
-    };
-    /** Re-reads a task and emits on a status change; one read at a time per task. */
-    const refresh = (taskId: string): void => {
-      if (closed) return;
-      if (!ready || reading.has(taskId)) {
-        dirty.add(taskId);
-        return;
-      }
-      const p = store
-        .get(taskId)
-        .then((rec) => {
-          if (rec && rec.mode === 'task' && rec.owner === principal) emit(rec);
-        })
-        .catch((e) => log.debug({ taskId, err: (e as Error).message }, 'listen.read_failed'))
-        .finally(() => {
-          reading.delete(taskId);
-          if (dirty.delete(taskId)) refresh(taskId);
-        });
-      reading.set(taskId, p);
-    };
-
+    const stream = new ListenStream(deps, reply.raw, subscriptionId, principal);
     try {
-      for (const id of ids) {
-        unlisten.push(await events.listen(store.channel(id), () => refresh(id)));
-        const rec = await store.get(id);
-        if (rec && rec.mode === 'task' && rec.owner === principal) {
-          granted.push(id);
-          snapshot.set(id, rec);
-        }
-      }
+      await stream.subscribe(ids);
     } catch (e) {
-      await Promise.allSettled(unlisten.map((u) => u()));
-      void releaseLease();
+      await stream.unsubscribeAll();
+      void lease.release();
       log.warn({ err: (e as Error).message }, 'listen.store_unavailable');
       return replyStoreUnavailable(reply, subscriptionId);
     }
-    // Channels of ids that were not granted are dropped at once.
-    const keep = new Set(granted);
-    for (let i = ids.length - 1; i >= 0; i--) {
-      if (!keep.has(ids[i]!)) await unlisten.splice(i, 1)[0]!();
-    }
-
-    if (res.destroyed || !res.socket || res.socket.destroyed) {
-      // The client left while the subscription was being set up.
-      closed = true;
-      await Promise.allSettled(unlisten.map((u) => u()));
-      void releaseLease();
-      return;
-    }
-    reply.hijack();
-    try {
-      res.writeHead(200, SSE_HEADERS);
-    } catch (e) {
-      closed = true;
-      await Promise.allSettled(unlisten.map((u) => u()));
-      void releaseLease();
-      log.warn({ err: (e as Error).message }, 'listen.write_failed');
-      res.destroy();
-      return;
-    }
-    writeMessage({
-      jsonrpc: '2.0',
-      method: 'notifications/subscriptions/acknowledged',
-      params: { notifications: { taskIds: granted }, _meta: { [SUBSCRIPTION_ID_META_KEY]: subscriptionId } },
-    });
-    for (const rec of snapshot.values()) emit(rec);
-    ready = true;
-    for (const id of [...dirty]) {
-      dirty.delete(id);
-      if (keep.has(id)) refresh(id);
-    }
-    log.info({ subscriptionId, requested: requested.length, granted: granted.length }, 'listen.opened');
-
-    const keepAlive = setInterval(() => {
-      write(': keepalive\n\n');
-      store.acquireListenLease(principal, leaseId, max, leaseTtl).catch(() => undefined);
-    }, config.sync.keepAliveMs);
-    const recheck = setInterval(() => {
-      for (const id of granted) if (!isTerminal(sent.get(id)?.status ?? '')) refresh(id);
-    }, RECHECK_MS);
-    keepAlive.unref();
-    recheck.unref();
-
-    const teardown = (graceful: boolean) => {
-      if (closed) return;
-      if (graceful) {
-        writeMessage({
-          jsonrpc: '2.0',
-          id: subscriptionId,
-          result: {
-            resultType: 'complete',
-            _meta: { [SUBSCRIPTION_ID_META_KEY]: subscriptionId, 'io.modelcontextprotocol/serverInfo': SERVER_INFO },
-          },
-        });
-      }
-      closed = true;
-      open.delete(teardown);
-      clearInterval(keepAlive);
-      clearInterval(recheck);
-      void Promise.allSettled(unlisten.map((u) => u()));
-      void releaseLease();
-      if (!res.writableEnded) res.end();
-      log.info({ subscriptionId, graceful }, 'listen.closed');
-    };
-    open.add(teardown);
-    res.once('close', () => teardown(false));
+    await stream.dropUngranted(ids);
+    if (!(await stream.open(reply, lease, requested.length))) return;
+    stream.hold(open, lease, config.sync.keepAliveMs);
   }
 
   return {

@@ -7,7 +7,7 @@
  * `notifications/progress` on the bar and MRTR rounds (`input_required` + `requestState`)
  * prompted and retried. Ctrl-C on a task asks whether to cancel it or leave it running.
  */
-import type { CallOutcome } from '@mcp-tasks/client';
+import type { CallOutcome, TaskClient, ToolInfo } from '@mcp-tasks/client';
 import { buildArguments } from '../args.js';
 import { clientFor, CliError, EXIT } from '../context.js';
 import { answerInputRequests, describeInputRequests, isPromptExit } from '../elicit.js';
@@ -26,6 +26,12 @@ export interface CallFlags {
 /** True when this process can prompt (keys in, a screen out). */
 export const interactive = () => process.stdin.isTTY === true && process.stderr.isTTY === true;
 
+/** What an MRTR retry sends: the answers and the server's `requestState` (none on the first call). */
+interface Retry {
+  inputResponses?: Record<string, unknown>;
+  requestState?: string;
+}
+
 /** Runs `call`; returns how the process ends. */
 export async function runCall(url: string, tool: string, flags: CallFlags): Promise<Ending> {
   const client = clientFor(url);
@@ -37,24 +43,10 @@ export async function runCall(url: string, tool: string, flags: CallFlags): Prom
   const interrupts = new Interrupts();
   const view = new ProgressView(tool);
   try {
-    let inputResponses: Record<string, unknown> | undefined;
-    let requestState: string | undefined;
+    let retry: Retry = {};
     for (;;) {
       const ac = new AbortController();
-      view.update({ status: 'calling' });
-      const call: Promise<CallOutcome> = client.callTool(tool, args, {
-        inputSchema: info.inputSchema,
-        signal: ac.signal,
-        ...(inputResponses ? { inputResponses } : {}),
-        ...(requestState !== undefined ? { requestState } : {}),
-        onProgress: (p) =>
-          view.update({
-            status: 'running',
-            progress: p.progress,
-            ...(p.total !== undefined ? { total: p.total } : {}),
-            ...(p.message ? { message: p.message } : {}),
-          }),
-      });
+      const call = startCall(client, info, args, retry, ac.signal, view);
       const r = await interrupts.race(call);
       if (r.interrupted) {
         // No task to leave running: closing the request cancels the call (C-01).
@@ -64,53 +56,12 @@ export async function runCall(url: string, tool: string, flags: CallFlags): Prom
         return { stderr: `Stopped: closing the request cancelled the ${tool} call.`, exitCode: EXIT.cancelled };
       }
       const out = r.value;
-      if (out.resultType === 'task') {
-        const taskId = out.taskId;
-        view.pause();
-        process.stderr.write(`Task ${taskId} (${tool}) started; Ctrl-C to cancel it or leave it running.\n`);
-        const end = await follow({
-          client,
-          taskId,
-          source: pollingSource(client, taskId, out),
-          view,
-          interrupts,
-          onQuestion: interactive() ? 'prompt' : 'return',
-        });
-        if (end.kind === 'done') return endingForTask(end.task, json);
-        if (end.kind === 'detached')
-          return {
-            stdout: taskId,
-            stderr: `Left task ${taskId} running. Follow it with: mcp-tasks watch ${taskId}`,
-            exitCode: EXIT.detached,
-          };
-        const questions = describeInputRequests(end.task.inputRequests ?? {}).map((q) => `  ${q}`);
-        return {
-          stdout: taskId,
-          stderr: [
-            `Task ${taskId} waits for an answer:`,
-            ...questions,
-            `Answer it from a terminal with: mcp-tasks watch ${taskId}`,
-          ].join('\n'),
-          exitCode: EXIT.needsInput,
-        };
-      }
+      // Awaited here, so that `finally` disposes of the interrupts only once the task is followed.
+      if (out.resultType === 'task') return await followTask(client, tool, out, view, interrupts, json);
       if (out.resultType === 'input_required') {
-        // MRTR (a tool that runs without a task asks first): answer, then retry with requestState.
-        view.pause();
-        if (!interactive()) {
-          const questions = describeInputRequests(out.inputRequests).map((q) => `  ${q}`);
-          return {
-            stderr: [`${tool} asks:`, ...questions, 'This terminal cannot prompt (stdin is not a TTY).'].join('\n'),
-            exitCode: EXIT.needsInput,
-          };
-        }
-        try {
-          inputResponses = await answerInputRequests(out.inputRequests);
-        } catch (e) {
-          if (isPromptExit(e)) return { stderr: `Stopped: nothing was sent to ${tool}.`, exitCode: EXIT.cancelled };
-          throw e;
-        }
-        requestState = out.requestState;
+        const next = await answerRound(tool, out, view);
+        if ('exitCode' in next) return next;
+        retry = next;
         continue;
       }
       view.stop();
@@ -120,4 +71,100 @@ export async function runCall(url: string, tool: string, flags: CallFlags): Prom
     interrupts.dispose();
     view.stop();
   }
+}
+
+/** Sends one `tools/call` of `info` (a retry carries `retry`), its progress on `view`. */
+function startCall(
+  client: TaskClient,
+  info: ToolInfo,
+  args: Record<string, unknown>,
+  retry: Retry,
+  signal: AbortSignal,
+  view: ProgressView,
+): Promise<CallOutcome> {
+  const { inputResponses, requestState } = retry;
+  view.update({ status: 'calling' });
+  return client.callTool(info.name, args, {
+    inputSchema: info.inputSchema,
+    signal,
+    ...(inputResponses ? { inputResponses } : {}),
+    ...(requestState !== undefined ? { requestState } : {}),
+    onProgress: (p) =>
+      view.update({
+        status: 'running',
+        progress: p.progress,
+        ...(p.total !== undefined ? { total: p.total } : {}),
+        ...(p.message ? { message: p.message } : {}),
+      }),
+  });
+}
+
+/**
+ * The server answered with a task handle: follows it to its end (questions prompted when this
+ * terminal can), or to the user leaving it running, or to a question it cannot prompt.
+ */
+async function followTask(
+  client: TaskClient,
+  tool: string,
+  out: Extract<CallOutcome, { resultType: 'task' }>,
+  view: ProgressView,
+  interrupts: Interrupts,
+  json: boolean,
+): Promise<Ending> {
+  const taskId = out.taskId;
+  view.pause();
+  process.stderr.write(`Task ${taskId} (${tool}) started; Ctrl-C to cancel it or leave it running.\n`);
+  const end = await follow({
+    client,
+    taskId,
+    source: pollingSource(client, taskId, out),
+    view,
+    interrupts,
+    onQuestion: interactive() ? 'prompt' : 'return',
+  });
+  if (end.kind === 'done') return endingForTask(end.task, json);
+  if (end.kind === 'detached')
+    return {
+      stdout: taskId,
+      stderr: `Left task ${taskId} running. Follow it with: mcp-tasks watch ${taskId}`,
+      exitCode: EXIT.detached,
+    };
+  const questions = describeInputRequests(end.task.inputRequests ?? {}).map((q) => `  ${q}`);
+  return {
+    stdout: taskId,
+    stderr: [
+      `Task ${taskId} waits for an answer:`,
+      ...questions,
+      `Answer it from a terminal with: mcp-tasks watch ${taskId}`,
+    ].join('\n'),
+    exitCode: EXIT.needsInput,
+  };
+}
+
+/**
+ * MRTR (a tool that runs without a task asks first): prompts the answers.
+ * @returns what to retry with, or how the process ends (no terminal to prompt in, or the user
+ * left the prompt).
+ */
+async function answerRound(
+  tool: string,
+  out: Extract<CallOutcome, { resultType: 'input_required' }>,
+  view: ProgressView,
+): Promise<Retry | Ending> {
+  view.pause();
+  if (!interactive()) {
+    const questions = describeInputRequests(out.inputRequests).map((q) => `  ${q}`);
+    return {
+      stderr: [`${tool} asks:`, ...questions, 'This terminal cannot prompt (stdin is not a TTY).'].join('\n'),
+      exitCode: EXIT.needsInput,
+    };
+  }
+  let inputResponses: Record<string, unknown>;
+  try {
+    inputResponses = await answerInputRequests(out.inputRequests);
+  } catch (e) {
+    if (isPromptExit(e)) return { stderr: `Stopped: nothing was sent to ${tool}.`, exitCode: EXIT.cancelled };
+    throw e;
+  }
+  return { inputResponses, requestState: out.requestState };
 }
