@@ -23,7 +23,6 @@ const KNOWN_LONG = {
   'apps/gateway/src/sync-call.ts': { functions: { waitSync: 167 } },
   'apps/gateway/src/tools-call.ts': { functions: { toolsCall: 93 } },
   'apps/worker/src/main.ts': { functions: { main: 250 } },
-  'apps/worker/src/processor.ts': { functions: { createStepProcessor: 256, processStep: 253 } },
 };
 
 const knownLong = Object.entries(KNOWN_LONG).map(([file, { functions, lines }]) => {
