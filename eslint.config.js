@@ -22,7 +22,6 @@ const KNOWN_LONG = {
   'apps/gateway/src/mcp-route.ts': { functions: { createMcpRoute: 221, register: 196, handler: 177 } },
   'apps/gateway/src/sync-call.ts': { functions: { waitSync: 167 } },
   'apps/gateway/src/tools-call.ts': { functions: { toolsCall: 93 } },
-  'apps/worker/src/main.ts': { functions: { main: 250 } },
 };
 
 const knownLong = Object.entries(KNOWN_LONG).map(([file, { functions, lines }]) => {
