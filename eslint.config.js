@@ -19,9 +19,6 @@ const MAX_FUNCTION_LINES = 80;
 const KNOWN_LONG = {
   'apps/gateway/src/mcp-route.ts': { functions: { createMcpRoute: 221, register: 196, handler: 177 } },
   'apps/gateway/src/tools-call.ts': { functions: { toolsCall: 93 } },
-  'apps/worker/src/main.ts': { functions: { main: 250 } },
-  'apps/worker/src/processor.ts': { functions: { createStepProcessor: 256, processStep: 253 } },
-  'apps/worker/src/reconcile.ts': { functions: { reconcileOnce: 101 } },
 };
 
 const knownLong = Object.entries(KNOWN_LONG).map(([file, { functions, lines }]) => {

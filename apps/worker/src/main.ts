@@ -16,45 +16,49 @@
  * and exit 1. The worker advertises the tools it runs (`<prefix>:workers`, expiring) so that
  * gateways can report tools no worker runs; `worker.ready` names the Redis (credentials
  * redacted), key prefix, tool sets and modules.
+ *
+ * The start-up, in this order: tools, Redis and the task store, metrics, the operations port
+ * (ops-port.ts), the queues, the BullMQ connection (bull-connection.ts), the tools workers of
+ * every shard (tools-workers.ts), the liveness and the lost-worker check, the cancel fan-out,
+ * the maintenance and webhooks workers and the reconciler's schedule (maintenance-workers.ts),
+ * the tools advert, the heartbeat last; then the signal handlers (shutdown.ts).
  */
-import { Worker, type Job } from 'bullmq';
-import { handleEntryArgs, loadConfigOrExit, startupSummary } from '@mcp-tasks/config';
-import { createLogger, createWorkerMetrics, startOpsServer, startTracing } from '@mcp-tasks/observability';
-import { Checkpoints, PrincipalShares, ResultBudget, TaskStore } from '@mcp-tasks/task-store';
+import { handleEntryArgs, loadConfigOrExit, startupSummary, type Config } from '@mcp-tasks/config';
 import {
-  bullPrefix,
-  connectOrExplain,
+  createLogger,
+  createWorkerMetrics,
+  startTracing,
+  type Logger,
+  type OpsServer,
+  type Tracing,
+  type WorkerMetrics,
+} from '@mcp-tasks/observability';
+import { Checkpoints, TaskStore } from '@mcp-tasks/task-store';
+import {
   connectProcessRedis,
-  createRedis,
   JobQueues,
   queueDepthAll,
   startHeartbeat,
   startRedisErrorLog,
   warnIfEvicting,
   type Heartbeat,
+  type RedisClient,
+  type RedisClock,
   WorkerPresence,
-  JOB_INPUT_TIMEOUT,
-  JOB_RECONCILE,
-  MAINTENANCE_QUEUE,
   newWorkerId,
-  TOOLS_QUEUE,
-  toolsPrefix,
   WebhookOutbox,
   WorkerToolsAdvert,
-  type StepJobData,
 } from '@mcp-tasks/jobs';
-import { createRegistry, loadToolModules } from '@mcp-tasks/tools/internal';
-import { createShareGate } from './principal-share.js';
-import { createStepProcessor } from './processor.js';
-import { workerReadiness } from './readiness.js';
-import { createMaintenanceProcessor } from './maintenance.js';
+import { createRegistry, loadToolModules, type ToolRegistry } from '@mcp-tasks/tools/internal';
 import { watchContinuity } from './redis-continuity.js';
 import { createStepObserver } from './step-observer.js';
-import { drainAndExit } from './drain.js';
-import { stepJobEnds } from './step-job-ends.js';
 import { startLiveness } from './liveness.js';
 import { startLostWorkerCheck } from './lost-workers.js';
-import { startWebhookWorker } from './webhook-worker.js';
+import { startOperationsPort } from './ops-port.js';
+import { connectBullOrExit } from './bull-connection.js';
+import { startToolsWorkers } from './tools-workers.js';
+import { startMaintenanceWorkers } from './maintenance-workers.js';
+import { onShutdownSignals } from './shutdown.js';
 
 const HELP = `Usage: npm run worker [-- --help | --version]
        node apps/worker/dist/main.js [--help | --version]
@@ -69,41 +73,21 @@ Ctrl-C lets running steps finish, then hands the rest to other workers.
 
 handleEntryArgs(process.argv.slice(2), 'worker', HELP);
 
+/** Starts the worker (the steps in the module doc's order); exits on a failure before `worker.ready`. */
 async function main() {
   const config = loadConfigOrExit('worker', 'worker');
-  // Tools before Redis: a module that cannot load, or a name defined twice, stops the process
-  // with one line before it touches anything.
-  let registry;
-  try {
-    registry = createRegistry(config.toolsets, [], await loadToolModules(config.toolModules));
-  } catch (e) {
-    console.error(`worker: ${(e as Error).message}`);
-    process.exit(1);
-  }
+  const registry = await loadRegistryOrExit(config);
   const log = createLogger('worker', config.logLevel);
   const tracing = startTracing('worker', config.tracing, log);
-  const { clients, clock } = await connectProcessRedis('worker', config.redis, {
-    redis: { role: 'worker', name: 'mcp-worker' },
-    sub: { role: 'worker', name: 'mcp-worker-sub' },
-  });
-  const { redis, sub } = clients;
-  const store = new TaskStore(redis, config.keyPrefix, clock, {
-    progressStreamKeepMs: config.sync.progressStreamKeepMs,
-  });
+  const { redis, sub, clock, store } = await openTaskStore(config);
   // Redis outages as this worker sees them: the reconciler's orphan check waits out one hold
   // period after one.
   const continuity = watchContinuity(redis);
   const presence = new WorkerPresence(redis, config.keyPrefix);
-  let shuttingDown = false;
+  /** `shuttingDown`: set by the first SIGTERM / SIGINT (shutdown.ts). */
+  const lifecycle = { shuttingDown: false };
   let queues: JobQueues; // assigned below; its error handler and the gauges need the metrics first
-  const metrics = createWorkerMetrics(config.worker.concurrency, {
-    queueDepth: () => queueDepthAll(queues.toolShards),
-    workersAlive: () => presence.count(),
-  });
-  startRedisErrorLog(metrics.redisErrors, log, [
-    { client: redis, connection: 'worker', event: 'redis.error' },
-    { client: sub, connection: 'subscriber', event: 'redis.sub_error' },
-  ]);
+  const metrics = startMetrics(config, { redis, sub, presence, queues: () => queues }, log);
   await warnIfEvicting(redis, log);
 
   // Operations port (/metrics, /healthz, /readyz) before anything that takes work or says this
@@ -111,39 +95,20 @@ async function main() {
   // writes a heartbeat (readiness.ts says "starting" until then).
   const workerId = newWorkerId();
   let heartbeat: Heartbeat | undefined; // the last step of the start-up
-  const readyz = workerReadiness({
-    redis,
-    workerId,
-    isShuttingDown: () => shuttingDown,
-    heartbeat: () => heartbeat,
-    toolsRunning: () => toolsWorkers.every((w) => w.isRunning()),
-  });
-  const http = config.workerHttp;
-  const ops = http
-    ? await startOpsServer({ ...http, registry: metrics.registry, healthz: true, readyz }).catch((e: Error) => {
-        console.error(
-          `worker: cannot listen on ${http.host}:${http.port} (WORKER_HTTP_PORT; off disables it): ${e.message}`,
-        );
-        process.exit(1);
-      })
-    : undefined;
-  // WORKER_HTTP_PORT unset and its default taken (another worker on this host): any free port.
-  if (ops?.portWasTaken)
-    log.warn(
-      { wanted: http!.port, port: ops.port },
-      'worker.http_port_taken: WORKER_HTTP_PORT is not set and its default is in use; /metrics, /healthz and /readyz are on the port logged here',
-    );
-
-  queues = new JobQueues(
-    redis,
-    config.keyPrefix,
-    config.task.ttlMs,
-    (err) => {
-      metrics.redisErrors.inc({ connection: 'queue' });
-      log.warn({ err: err.message }, 'queue.error');
+  const ops = await startOperationsPort({
+    http: config.workerHttp,
+    metrics,
+    log,
+    readiness: {
+      redis,
+      workerId,
+      isShuttingDown: () => lifecycle.shuttingDown,
+      heartbeat: () => heartbeat,
+      toolsRunning: () => toolsWorkers.every((w) => w.isRunning()),
     },
-    config.toolQueueShards,
-  );
+  });
+
+  queues = openQueues(config, redis, metrics, log);
   const toolLabel = (name: string | undefined) => (name && registry.get(name) ? name : 'other');
   const observeStep = createStepObserver({
     metrics,
@@ -153,163 +118,30 @@ async function main() {
   // Completion webhooks: every task this process ends gets its delivery enqueued.
   const webhooks = new WebhookOutbox(redis, config.keyPrefix, store, config.webhooks, log);
   store.onTerminal(webhooks.listener);
+  const bull = await connectBullOrExit(config, metrics, log);
 
-  // BullMQ duplicates this client for its blocking connection.
-  const connection = createRedis(config.redis, 'worker', 'mcp-bull');
-  await connectOrExplain(connection, config.redis).catch((e: Error) => {
-    console.error(`worker: ${e.message}`);
-    process.exit(1);
-  });
-  connection.on('error', (err: Error) => {
-    metrics.redisErrors.inc({ connection: 'bullmq' });
-    log.warn({ err: err.message }, 'redis.bull_error');
-  });
-  const workerOpts = {
-    connection,
-    prefix: bullPrefix(config.keyPrefix),
-    concurrency: config.worker.concurrency,
-    lockDuration: config.worker.lockDurationMs,
-    // Renewed often, so an outage up to lockDuration − lockRenewTime − the 2 s reconnect
-    // back-off (17 s by default) finds every lock still valid when Redis is back.
-    lockRenewTime: config.worker.lockRenewMs,
-    stalledInterval: config.worker.stalledIntervalMs,
-    maxStalledCount: config.worker.maxStalledCount,
-  };
-
-  const { inputTimedOut, stepJobFailed } = stepJobEnds({
-    store,
-    log,
-    inputTimeoutMs: config.task.inputTimeoutMs,
-    onFailed: (tool, createdAt) => metrics.taskFinished(toolLabel(tool), 'failed', createdAt),
-  });
-
-  // One BullMQ Worker per shard of the tools queue (TOOL_QUEUE_SHARDS), sharing the
-  // process's WORKER_CONCURRENCY: each runs up to ceil(concurrency / shards) steps at once.
-  const toolsWorkers: Worker<StepJobData>[] = [];
-  /** Aborts job `jobId` on whichever shard's worker of this process runs it (a no-op elsewhere). */
-  const cancelHere = (jobId: string, reason: string) => {
-    for (const w of toolsWorkers) w.cancelJob(jobId, reason);
-  };
   const checkpoints = new Checkpoints(store);
   const drain = new AbortController();
-  const processStep = createStepProcessor({
-    store,
-    queues,
+  const shared = { config, store, queues, log, metrics, toolLabel };
+  const { toolsWorkers, cancelHere } = startToolsWorkers({
+    ...shared,
     registry,
-    log,
-    settings: { researchPhaseMs: config.demo.researchPhaseMs, ...config.testing },
-    inputTimeoutMs: config.task.inputTimeoutMs,
-    progressMinIntervalMs: config.sync.progressMinIntervalMs,
-    maxResultBytes: config.maxResultBytes,
-    resultBudget: new ResultBudget(store, config.maxResultBytesPerPrincipal),
-    toolTimeoutMs: config.toolTimeoutMs,
-    isShuttingDown: () => shuttingDown,
-    cancelLocal: cancelHere,
+    observeStep,
+    workerOpts: bull.workerOpts,
     checkpoints,
-    checkpointMaxBytes: config.worker.checkpointMaxBytes,
-    drainSignal: drain.signal,
+    drain,
+    isShuttingDown: () => lifecycle.shuttingDown,
   });
-
-  // A principal's share of the workers (principal-share.ts): leases as long as a job lock.
-  const shareGate = createShareGate({
-    shares: new PrincipalShares(store, config.maxRunningStepsPerPrincipal, config.worker.lockDurationMs),
-    queues,
-    log,
-  });
-  const runToolJob = async (job: Job<StepJobData>, token?: string, signal?: AbortSignal) => {
-    if (job.name === JOB_INPUT_TIMEOUT) return inputTimedOut(job);
-    return shareGate(job, token, () => observeStep(job, () => processStep(job, token, signal)));
-  };
-  const perShard = Math.ceil(config.worker.concurrency / queues.toolShards.length);
-  for (let shard = 0; shard < queues.toolShards.length; shard++) {
-    const toolsWorker = new Worker<StepJobData>(TOOLS_QUEUE, runToolJob, {
-      ...workerOpts,
-      prefix: toolsPrefix(config.keyPrefix, shard),
-      concurrency: perShard,
-    });
-    toolsWorkers.push(toolsWorker);
-    toolsWorker.on('error', (err) => log.warn({ err: err.message, shard }, 'worker.error'));
-    // BullMQ emits `lockRenewalFailed` only for jobs whose lock Redis *answered* is gone or held by
-    // another token (extendLocks-1.lua): the lock is really lost, another worker may run the step,
-    // so this one stops. A renewal that could not reach Redis (an outage) is an `error` event
-    // instead: the command waits for the reconnect (maxRetriesPerRequest null) and the step goes on
-    // while its lock is still valid on the server.
-    toolsWorker.on('lockRenewalFailed', (ids: string[]) =>
-      ids.forEach((id) => {
-        log.warn({ jobId: id, shard }, 'step.lock_lost');
-        toolsWorker.cancelJob(id, 'lock-lost');
-      }),
-    );
-    toolsWorker.on('failed', (job, err) => stepJobFailed(job, err));
-  }
-
-  // Liveness from a worker thread, and the check that moves a lost worker's steps (R-03).
-  const liveness = startLiveness({
-    redis: config.redis,
-    keyPrefix: config.keyPrefix,
-    ids: toolsWorkers.map((w) => w.id),
-    lostAfterMs: config.worker.lostAfterMs,
-    knownForMs: 2 * config.worker.lockDurationMs,
-  });
-  await liveness.first;
-  const stopLostCheck = startLostWorkerCheck(
-    {
-      redis,
-      keyPrefix: config.keyPrefix,
-      shards: queues.toolShards,
-      checkpoints,
-      continuity,
-      lostAfterMs: config.worker.lostAfterMs,
-      maxStalledCount: config.worker.maxStalledCount,
-      log,
-    },
-    500,
-  );
+  const lost = { redis, queues, checkpoints, continuity, log };
+  const { liveness, stopLostCheck } = await startLostWorkerWatch(config, lost, toolsWorkers);
 
   // Cancel fan-out: every worker hears every cancel; cancelJob is a no-op where the job is not running.
   await sub.subscribe(store.cancelChannel);
   sub.on('message', (channel: string, jobId: string) => {
     if (channel === store.cancelChannel) cancelHere(jobId, 'cancelled');
   });
-
-  const maintenanceWorker = new Worker(
-    MAINTENANCE_QUEUE,
-    createMaintenanceProcessor(
-      {
-        store,
-        queues,
-        log,
-        afterMs: config.worker.reconcileAfterMs,
-        inputTimeoutMs: config.task.inputTimeoutMs,
-        inputSlotReleaseMs: config.task.inputSlotReleaseMs,
-        syncHolderTimeoutMs: config.worker.syncHolderTimeoutMs,
-        continuity,
-        maxTtlMs: config.task.ttlMs,
-        onFinished: (tool, status, createdAt) => metrics.taskFinished(toolLabel(tool), status, createdAt),
-        ...(config.webhooks.enabled ? { webhooks } : {}),
-      },
-      () => clock.now(),
-    ),
-    { ...workerOpts, concurrency: 1 },
-  );
-  maintenanceWorker.on('error', (err) => log.warn({ err: err.message }, 'maintenance.error'));
-  // Runs even without a webhook target here, so jobs a differently configured process enqueued
-  // end (logged as no_target) instead of waiting forever.
-  const webhookWorker = startWebhookWorker({ connection, keyPrefix: config.keyPrefix, config: config.webhooks, log });
-  // The reconciler's schedule lives in Redis: re-assert it (idempotent) at start, on every
-  // reconnect and every minute, so a Redis that lost its data does not stop it for good.
-  const ensureReconciler = () =>
-    queues.maintenance
-      .upsertJobScheduler(
-        'reconcile',
-        { every: config.worker.reconcileIntervalMs },
-        { name: JOB_RECONCILE, opts: { removeOnComplete: { count: 10 }, removeOnFail: { count: 50 } } },
-      )
-      .catch((err: Error) => log.warn({ err: err.message }, 'reconcile.schedule_failed'));
-  await ensureReconciler();
-  redis.on('ready', () => void ensureReconciler());
-  const reschedule = setInterval(() => void ensureReconciler(), 60_000);
-  reschedule.unref();
+  const background = { ...shared, ...bull, continuity, webhooks, clock, redis };
+  const { maintenanceWorker, webhookWorker } = await startMaintenanceWorkers(background);
 
   // What this worker runs, for the gateways' mismatch check (packages/jobs worker-tools.ts).
   const advert = new WorkerToolsAdvert(redis, config.keyPrefix, newWorkerId(), registry.workerToolNames(), (err) =>
@@ -324,46 +156,153 @@ async function main() {
     log.warn({ err: err.message }, 'heartbeat.failed'),
   );
   await heartbeat.first;
+  logReady({ config, registry, log, workerId, ops, tracing, clock });
 
-  log.info(
+  const otherWorkers = [maintenanceWorker, webhookWorker];
+  const closing = { heartbeat, advert, continuity, clock, liveness, ops, tracing, queues, webhooks, sub, redis };
+  onShutdownSignals({
+    ...closing,
+    lifecycle,
+    graceMs: config.worker.shutdownGraceMs,
+    log,
+    stopLostCheck,
+    toolsWorkers,
+    otherWorkers,
+    drain,
+    connection: bull.connection,
+  });
+}
+
+/**
+ * Loads the tool modules (MCP_TOOL_MODULES) and the tool sets, before Redis: a module that
+ * cannot load, or a name defined twice, stops the process with one line before it touches anything.
+ */
+async function loadRegistryOrExit(config: Config): Promise<ToolRegistry> {
+  // Tools before Redis: a module that cannot load, or a name defined twice, stops the process
+  // with one line before it touches anything.
+  try {
+    return createRegistry(config.toolsets, [], await loadToolModules(config.toolModules));
+  } catch (e) {
+    console.error(`worker: ${(e as Error).message}`);
+    process.exit(1);
+  }
+}
+
+/** Connects the main and subscriber Redis clients (or exits) and opens the task store on them. */
+async function openTaskStore(config: Config) {
+  const { clients, clock } = await connectProcessRedis('worker', config.redis, {
+    redis: { role: 'worker', name: 'mcp-worker' },
+    sub: { role: 'worker', name: 'mcp-worker-sub' },
+  });
+  const { redis, sub } = clients;
+  const store = new TaskStore(redis, config.keyPrefix, clock, {
+    progressStreamKeepMs: config.sync.progressStreamKeepMs,
+  });
+  return { redis, sub, clock, store };
+}
+
+/**
+ * The worker's metrics (`/metrics`): the gauges read the tools queue's depth (every shard) and the
+ * live workers; errors of the main and subscriber Redis clients are logged and counted.
+ */
+function startMetrics(
+  config: Config,
+  d: { redis: RedisClient; sub: RedisClient; presence: WorkerPresence; queues: () => JobQueues },
+  log: Logger,
+): WorkerMetrics {
+  const { redis, sub, presence } = d;
+  const metrics = createWorkerMetrics(config.worker.concurrency, {
+    queueDepth: () => queueDepthAll(d.queues().toolShards),
+    workersAlive: () => presence.count(),
+  });
+  startRedisErrorLog(metrics.redisErrors, log, [
+    { client: redis, connection: 'worker', event: 'redis.error' },
+    { client: sub, connection: 'subscriber', event: 'redis.sub_error' },
+  ]);
+  return metrics;
+}
+
+/** The queues (every shard of the tools queue, maintenance); their errors are logged and counted (`connection: 'queue'`). */
+function openQueues(config: Config, redis: RedisClient, metrics: WorkerMetrics, log: Logger): JobQueues {
+  return new JobQueues(
+    redis,
+    config.keyPrefix,
+    config.task.ttlMs,
+    (err) => {
+      metrics.redisErrors.inc({ connection: 'queue' });
+      log.warn({ err: err.message }, 'queue.error');
+    },
+    config.toolQueueShards,
+  );
+}
+
+/**
+ * Starts this worker's liveness key, refreshed from a worker thread (liveness.ts), and awaits its
+ * first write; then the check, every 500 ms, that moves the steps of a lost worker back to the
+ * queue (lost-workers.ts, R-03). Returns the liveness (to stop on shutdown) and the check's stop.
+ */
+async function startLostWorkerWatch(
+  config: Config,
+  d: {
+    redis: RedisClient;
+    queues: JobQueues;
+    checkpoints: Checkpoints;
+    continuity: ReturnType<typeof watchContinuity>;
+    log: Logger;
+  },
+  toolsWorkers: { id: string }[],
+) {
+  // Liveness from a worker thread, and the check that moves a lost worker's steps (R-03).
+  const liveness = startLiveness({
+    redis: config.redis,
+    keyPrefix: config.keyPrefix,
+    ids: toolsWorkers.map((w) => w.id),
+    lostAfterMs: config.worker.lostAfterMs,
+    knownForMs: 2 * config.worker.lockDurationMs,
+  });
+  await liveness.first;
+  const stopLostCheck = startLostWorkerCheck(
+    {
+      redis: d.redis,
+      keyPrefix: config.keyPrefix,
+      shards: d.queues.toolShards,
+      checkpoints: d.checkpoints,
+      continuity: d.continuity,
+      lostAfterMs: config.worker.lostAfterMs,
+      maxStalledCount: config.worker.maxStalledCount,
+      log: d.log,
+    },
+    500,
+  );
+  return { liveness, stopLostCheck };
+}
+
+/** Logs `worker.ready`: the start-up summary (Redis with credentials redacted, key prefix, tool sets and modules) and this worker's settings. */
+function logReady(o: {
+  config: Config;
+  registry: ToolRegistry;
+  log: Logger;
+  workerId: string;
+  ops: OpsServer | undefined;
+  tracing: Tracing;
+  clock: RedisClock;
+}): void {
+  const { config, registry, ops, clock } = o;
+  const http = config.workerHttp;
+  o.log.info(
     {
       ...startupSummary(config, 'worker'),
       tools: registry.size,
       concurrency: config.worker.concurrency,
       toolQueueShards: config.toolQueueShards,
-      workerId,
+      workerId: o.workerId,
       http: ops ? `http://${http!.host}:${ops.port}` : 'off',
-      tracing: tracing.enabled,
+      tracing: o.tracing.enabled,
       webhooks: config.webhooks.enabled,
       redisClockSkewMs: clock.skewMs,
     },
     'worker.ready',
   );
-
-  const shutdown = async (sig: string) => {
-    if (shuttingDown) return;
-    shuttingDown = true;
-    stopLostCheck();
-    await drainAndExit(sig, {
-      graceMs: config.worker.shutdownGraceMs,
-      log,
-      toolsWorkers,
-      otherWorkers: [maintenanceWorker, webhookWorker],
-      drain,
-      // It takes no new step from now on: it no longer counts as a live worker, nor in the
-      // gateways' mismatch check.
-      leave: () => Promise.all([heartbeat.stop(), advert.stop()]),
-      finish: async () => {
-        continuity.stop();
-        clock.stop();
-        await liveness.stop();
-        await Promise.allSettled([ops?.close(), tracing.shutdown()]);
-        await Promise.allSettled([queues.close(), webhooks.close(), sub.quit(), redis.quit(), connection.quit()]);
-      },
-    });
-  };
-  process.once('SIGTERM', () => void shutdown('SIGTERM'));
-  process.once('SIGINT', () => void shutdown('SIGINT'));
 }
 
 main().catch((e) => {

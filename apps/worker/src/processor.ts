@@ -19,43 +19,28 @@
  * (R-02); a `ToolRetry`, or any error of a tool with a `retry` policy, runs the step again later
  * (retry.ts, R-04). The checkpoint is deleted when the step ends.
  *
+ * The steps of a run, each in its file: the claim (step-claim.ts), the abort watch
+ * (step-abort.ts), the tool's context (step-context.ts), the write of what the tool returned
+ * (step-outcome.ts) or the answer to what it threw (step-failure.ts).
+ *
  * Every terminal write is followed by `releaseOutstanding` (the principal's outstanding count).
  * The result is serialized once and stored only in the task record, within
  * MAX_RESULT_BYTES and the principal's MAX_RESULT_BYTES_PER_PRINCIPAL (`result.ts`); the job
- * returns a status word, so BullMQ's job hash and events stream never carry a result (N-09). An unexpected exception reaches the client as
- * "Tool <name> failed unexpectedly (error id …)"; its message and stack only reach the log,
- * under the same `errorId`.
+ * returns a status word, so BullMQ's job hash and events stream never carry a result (N-09).
+ * An unexpected exception reaches the client as "Tool <name> failed unexpectedly (error id …)";
+ * its message and stack only reach the log, under the same `errorId`.
  */
 import { DelayedError, type Job } from 'bullmq';
-import { newErrorId, type Logger } from '@mcp-tasks/observability';
-import { toolContractBroken, toolNotOnWorker, toolTimeoutError, unexpectedToolError } from '@mcp-tasks/errors';
-import {
-  capStatusMessage,
-  type Checkpoints,
-  type ResultBudget,
-  type TaskStore,
-  type WriteOutcome,
-} from '@mcp-tasks/task-store';
+import type { Logger } from '@mcp-tasks/observability';
+import type { Checkpoints, ResultBudget, TaskStore } from '@mcp-tasks/task-store';
 import type { JobQueues, StepJobData } from '@mcp-tasks/jobs';
-import {
-  abortableSleep,
-  isInputRequired,
-  ToolCancelled,
-  ToolHandOver,
-  ToolProtocolError,
-  ToolRetry,
-  type InputResponse,
-  type ToolContext,
-  type ToolSettings,
-  unreadableFacts,
-} from '@mcp-tasks/tools';
+import type { ToolSettings } from '@mcp-tasks/tools';
 import type { ToolRegistry } from '@mcp-tasks/tools/internal';
-import { reserveResultBytes, serializeResult } from './result.js';
-import { STEP_TIMEOUT, startStepTimeout, stepTimeoutMs } from './step-timeout.js';
-import { checkpointWriter, readLastCheckpoint } from './checkpoint.js';
-import { retryOrFail } from './retry.js';
-import { handOverStep, releaseToQueue } from './step-release.js';
-import { progressWriter } from './progress-writer.js';
+import { claimStepRun, type StepRun } from './step-claim.js';
+import { watchStepAbort } from './step-abort.js';
+import { prepareToolContext } from './step-context.js';
+import { writeOutcome } from './step-outcome.js';
+import { answerToolError } from './step-failure.js';
 
 export interface ProcessorDeps {
   store: TaskStore;
@@ -82,302 +67,39 @@ export interface ProcessorDeps {
   cancelLocal: (jobId: string, reason: string) => void;
 }
 
-/** Suffix that makes a tool's logical input key unique for the task's life (T-29). */
-export const wireKey = (key: string, step: number) => `${key}.${step}`;
-
-function fromWireKeys(responses: Record<string, unknown>, prevStep: number): Record<string, InputResponse> {
-  const out: Record<string, InputResponse> = {};
-  const suffix = `.${prevStep}`;
-  for (const [k, v] of Object.entries(responses)) {
-    out[k.endsWith(suffix) ? k.slice(0, -suffix.length) : k] = v as InputResponse;
-  }
-  return out;
-}
-
-/** Truncates a status message (and a progress event's message) to what clients show. */
-const short = capStatusMessage;
-
-/** Outcomes of a terminal write after which the task is terminal (or gone): its outstanding slot is released. */
-const ENDED = new Set<WriteOutcome['code']>(['ok', 'terminal', 'cancelled', 'gone']);
-
-/** Creates the BullMQ processor for step jobs. */
+/** Creates the BullMQ processor for step jobs; it returns the job's status word (never a result). */
 export function createStepProcessor(deps: ProcessorDeps) {
-  const { store, queues, registry, log } = deps;
-
   return async function processStep(
     job: Job<StepJobData>,
     token: string | undefined,
     signal?: AbortSignal,
   ): Promise<string> {
-    const { taskId, step } = job.data;
-    const jobLog = log.child({ taskId, jobId: job.id, step });
-    if (deps.isShuttingDown()) await releaseToQueue(job, token);
-    const releaseSlot = async (owner: string): Promise<void> => {
-      if (!owner) return;
-      // A lost release is repaired by the next reservation at the limit (TaskStore.repairOutstanding).
-      await store
-        .releaseOutstanding(owner, taskId)
-        .catch((e: Error) => jobLog.warn({ err: e.message }, 'outstanding.release_failed'));
-    };
-    const claim = await store.claimStep(taskId, step, token ?? '');
-    if (claim.code !== 'ok') {
-      // Ended (a cancel found at the claim) or already terminal: make sure it no longer counts.
-      if (claim.code === 'cancelled' || claim.code === 'terminal') await releaseSlot(claim.owner);
-      jobLog.info({ outcome: claim.code }, 'step.skipped');
-      return claim.code;
-    }
-    const { fence, owner } = claim;
-    /** Awaits a terminal write; once it landed (or found the task ended) the principal's slot is released. */
-    const ended = async <T extends WriteOutcome>(write: Promise<T>): Promise<T> => {
-      const r = await write;
-      if (ENDED.has(r.code)) {
-        await releaseSlot(owner);
-        await deps.checkpoints.remove(taskId).catch(() => undefined); // its step ended (R-01)
-      }
-      return r;
-    };
-    const tool = registry.get(claim.tool);
-    if (!tool) {
-      // Gateways and workers load different tools (MCP_TOOLSETS / MCP_TOOL_MODULES): fail the
-      // task at once with an error that says so, rather than leave it waiting.
-      jobLog.error(
-        { tool: claim.tool },
-        'step.tool_not_enabled: this worker does not have the tool; give gateways and workers the same MCP_TOOLSETS and MCP_TOOL_MODULES',
-      );
-      await ended(store.fail(taskId, { fence }, toolNotOnWorker(claim.tool), 'Tool not available on the worker'));
-      return 'failed';
-    }
-    // attempt > 1: a re-run of this step (its worker stopped or lost the lock); the claim also
-    // set the task's statusMessage to say so.
-    jobLog.info({ tool: tool.name, reruns: claim.reruns, attempt: claim.attempt }, 'step.started');
-
-    // The tool's signal: aborted by the job's signal (cancel / shutdown / lock lost).
-    const ac = new AbortController();
-    let cancelWrite: Promise<unknown> | undefined;
-    const onAbort = () => {
-      const reason = String(signal?.reason ?? 'cancelled');
-      if (reason === 'cancelled' && !cancelWrite) {
-        cancelWrite = ended(store.markCancelled(taskId, fence, 'Cancelled by client request')).catch((e) =>
-          jobLog.error({ err: e }, 'cancel.write_failed'),
-        );
-      }
-      ac.abort(reason);
-    };
-    signal?.addEventListener('abort', onAbort, { once: true });
-    if (signal?.aborted) onAbort();
-    // The tool's time limit, from now (step-timeout.ts): afterAbort() fails the task.
-    const timeoutMs = stepTimeoutMs(tool, deps.toolTimeoutMs);
-    const timeoutError = toolTimeoutError(tool.name, timeoutMs);
-    const stopTimeout = startStepTimeout(timeoutMs, () => ac.abort(STEP_TIMEOUT));
-
-    // Backstop for a lost cancel message: poll the flag every second.
-    const poll = setInterval(() => {
-      store
-        .isCancelRequested(taskId)
-        .then((yes) => yes && !ac.signal.aborted && deps.cancelLocal(job.id!, 'cancelled'))
-        .catch(() => undefined);
-    }, 1000);
-
-    // Progress: coalesced, in order, flushed before the final write (progress-writer.ts).
-    const refusedAbort = (code: WriteOutcome['code']) =>
-      !ac.signal.aborted && ac.abort(code === 'fenced' ? 'lock-lost' : 'cancelled');
-    const progress = progressWriter({
-      store,
-      taskId,
-      fence,
-      minIntervalMs: deps.progressMinIntervalMs,
-      stopped: () => ac.signal.aborted,
-      onCancelRequested: () => deps.cancelLocal(job.id!, 'cancelled'),
-      onRefused: refusedAbort,
-      log: jobLog,
-    });
-    const flushProgress = progress.flush;
-    const lastCheckpoint =
-      claim.attempt > 1 ? await readLastCheckpoint(deps.checkpoints, taskId, step, jobLog) : undefined;
-    const checkpoint = checkpointWriter({
-      checkpoints: deps.checkpoints,
-      taskId,
-      step,
-      fence,
-      maxBytes: deps.checkpointMaxBytes,
-      onRefused: refusedAbort,
-      log: jobLog,
-    });
-    if ((job.data.retries ?? 0) > 0)
-      await store
-        .reportProgress(taskId, fence, { statusMessage: `Retrying (run ${claim.attempt})` })
-        .catch(() => undefined);
-    const drainSignal = deps.drainSignal;
-    const ctx: ToolContext = {
-      signal: ac.signal,
-      checkpoint,
-      lastCheckpoint,
-      drainSignal,
-      get draining() {
-        return drainSignal.aborted;
-      },
-      mode: claim.mode,
-      step,
-      attempt: claim.attempt,
-      taskId,
-      inputResponses: fromWireKeys(claim.inputResponses, step - 1),
-      state: claim.state,
-      clientCapabilities: claim.clientCapabilities,
-      principal: claim.owner,
-      settings: deps.settings,
-      sleep: (ms) => abortableSleep(ms, ac.signal),
-      // Worker steps have no response stream: a tool's log lines go to this service's log only
-      // (kit.ts `ToolContext.log`).
-      async log(level, data) {
-        const at =
-          level === 'debug'
-            ? 'debug'
-            : level === 'info' || level === 'notice'
-              ? 'info'
-              : level === 'warning'
-                ? 'warn'
-                : 'error';
-        jobLog[at]({ toolLevel: level, data }, 'tool.log');
-      },
-      progress: progress.report,
-    };
-
-    const aborted = new Promise<'aborted'>((resolve) => {
-      if (ac.signal.aborted) resolve('aborted');
-      ac.signal.addEventListener('abort', () => resolve('aborted'), { once: true });
-    });
-    try {
-      const run = tool.run(claim.args as never, ctx);
-      run.catch(() => undefined); // an abandoned run may reject later
-      const outcome = await Promise.race([run, aborted]);
-      if (outcome === 'aborted' || ac.signal.aborted) return await afterAbort();
-      await flushProgress();
-      if (ac.signal.aborted) return await afterAbort();
-      if (isInputRequired(outcome) && Object.keys(outcome.inputRequests).length === 0) {
-        await ended(
-          store.fail(taskId, { fence }, toolContractBroken(tool.name, { kind: 'no_input_requests' }), 'Internal error'),
-        );
-        return 'failed';
-      }
-      if (isInputRequired(outcome)) {
-        const requests = Object.fromEntries(
-          Object.entries(outcome.inputRequests).map(([k, v]) => [wireKey(k, step), v]),
-        );
-        const r = await store.parkForInput(
-          taskId,
-          fence,
-          requests,
-          outcome.state ?? null,
-          short(outcome.statusMessage ?? 'Waiting for input'),
-        );
-        if (r.code === 'key_reused') {
-          await ended(
-            store.fail(
-              taskId,
-              { fence },
-              toolContractBroken(tool.name, { kind: 'input_key_reused', key: r.key }),
-              'Internal error',
-            ),
-          );
-          return 'failed';
-        }
-        if (r.code === 'cancelled' || r.code === 'terminal' || r.code === 'gone') await releaseSlot(owner);
-        if (r.code === 'ok') {
-          await queues.scheduleInputTimeout(taskId, step, deps.inputTimeoutMs, {
-            tool: tool.name,
-            createdAt: job.data.createdAt,
-          });
-          await deps.checkpoints.remove(taskId).catch(() => undefined); // the step ended (R-01)
-        }
-        jobLog.info({ outcome: r.code, keys: Object.keys(requests) }, 'step.parked');
-        return r.code === 'ok' ? 'input_required' : r.code;
-      }
-      const serialized = serializeResult(tool.name, outcome, deps.maxResultBytes);
-      if (!serialized.ok) {
-        if ('unserializable' in serialized) throw serialized.unserializable; // answered as an unexpected error below
-        await ended(store.fail(taskId, { fence }, serialized.error, short(serialized.error.message)));
-        jobLog.warn({ tool: tool.name, data: serialized.error.data }, 'step.result_refused');
-        return 'failed';
-      }
-      // The principal's budget of stored result bytes (result.ts): counted before the write.
-      const overBudget = await reserveResultBytes(deps.resultBudget, owner, taskId, tool.name, serialized.bytes);
-      if (overBudget) {
-        await ended(store.fail(taskId, { fence }, overBudget, short(overBudget.message)));
-        jobLog.warn({ tool: tool.name, data: overBudget.data }, 'step.result_over_budget');
-        return 'failed';
-      }
-      const r = await ended(
-        store.complete(taskId, fence, serialized.json, outcome.isError ? 'Finished with a tool error' : 'Done'),
-      );
-      if (r.code !== 'ok') await deps.resultBudget.release(owner, taskId).catch(() => undefined);
-      jobLog.info({ outcome: r.code, isError: outcome.isError === true, bytes: serialized.bytes }, 'step.completed');
-      // D11: a model shown only structuredContent (Claude Code) would miss what the text says.
-      // For the tool's author; the count only (a result's text may be anything).
-      const unreadable = unreadableFacts(outcome).length;
-      if (unreadable > 0)
-        jobLog.warn(
-          { tool: tool.name, unreadable },
-          'step.result_unreadable: put the facts of content into structuredContent (structuredResult)',
-        );
-      return r.code === 'ok' ? 'completed' : r.code;
-    } catch (e) {
-      if (e instanceof DelayedError) throw e; // released on shutdown by afterAbort(): not a tool error
-      if (ac.signal.aborted) return await afterAbort();
-      if (e instanceof ToolHandOver || (drainSignal.aborted && (e as Error)?.name === 'AbortError')) {
-        await flushProgress();
-        jobLog.info('step.handed_over');
-        return await handOverStep(store, taskId, fence, job, token);
-      }
-      const retry = { job, token, store, fence, tool, ended, log: jobLog };
-      if (e instanceof ToolRetry) return await retryOrFail({ ...retry, message: e.message, afterMs: e.afterMs });
-      if (e instanceof ToolCancelled) {
-        await ended(store.markCancelled(taskId, fence, short(e.message)));
-        jobLog.info({ reason: e.message }, 'step.cancelled_by_tool');
-        return 'cancelled';
-      }
-      if (e instanceof ToolProtocolError) {
-        // Deliberate: the tool's own code and message are for the client.
-        const error = { code: e.code, message: e.message, ...(e.data === undefined ? {} : { data: e.data }) };
-        await ended(store.fail(taskId, { fence }, error, short(error.message)));
-        jobLog.info({ code: error.code, message: error.message }, 'step.failed');
-        return 'failed';
-      }
-      // Unexpected: the client gets a generic message and the id; the log gets the error.
-      const errorId = newErrorId();
-      const error = unexpectedToolError(tool.name, errorId);
-      if (tool.retry) {
-        jobLog.warn({ err: e, errorId, tool: tool.name }, 'step.error_retried');
-        return await retryOrFail({ ...retry, message: error.message, afterMs: undefined });
-      }
-      await ended(store.fail(taskId, { fence }, error, short(error.message)));
-      jobLog.error({ err: e, errorId, tool: tool.name }, 'step.failed');
-      return 'failed';
-    } finally {
-      stopTimeout();
-      clearInterval(poll);
-      progress.stop();
-      signal?.removeEventListener('abort', onAbort);
-    }
-
-    async function afterAbort(): Promise<string> {
-      const reason = String(ac.signal.reason);
-      if (reason === 'shutdown') {
-        jobLog.info('step.released');
-        return handOverStep(store, taskId, fence, job, token);
-      }
-      if (reason === STEP_TIMEOUT) {
-        await ended(store.fail(taskId, { fence }, timeoutError, short(timeoutError.message)));
-        jobLog.warn({ timeoutMs }, 'step.timed_out');
-        return 'failed';
-      }
-      if (reason === 'cancelled') {
-        if (!cancelWrite) cancelWrite = ended(store.markCancelled(taskId, fence, 'Cancelled by client request'));
-        await cancelWrite;
-        jobLog.info('step.cancelled');
-        return 'cancelled';
-      }
-      jobLog.warn({ reason }, 'step.abandoned');
-      return reason;
-    }
+    const run = await claimStepRun(deps, job, token);
+    if (typeof run === 'string') return run;
+    return runTool(run, signal);
   };
+}
+
+/** Runs the claimed step's tool until it returns, throws or its signal aborts, and writes the end. */
+async function runTool(run: StepRun, signal: AbortSignal | undefined): Promise<string> {
+  const { tool, claim } = run;
+  const abort = watchStepAbort(run, signal);
+  const { ctx, progress } = await prepareToolContext(run, abort);
+  const aborted = abort.aborted();
+  try {
+    const pending = tool.run(claim.args as never, ctx);
+    pending.catch(() => undefined); // an abandoned run may reject later
+    const outcome = await Promise.race([pending, aborted]);
+    if (outcome === 'aborted' || abort.signal.aborted) return await abort.afterAbort();
+    await progress.flush();
+    if (abort.signal.aborted) return await abort.afterAbort();
+    return await writeOutcome(run, outcome);
+  } catch (e) {
+    if (e instanceof DelayedError) throw e; // released on shutdown by afterAbort(): not a tool error
+    if (abort.signal.aborted) return await abort.afterAbort();
+    return await answerToolError(run, e, progress.flush);
+  } finally {
+    abort.stop();
+    progress.stop();
+  }
 }
