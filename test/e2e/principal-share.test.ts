@@ -118,11 +118,13 @@ describe("a SIGKILLed worker holding alice's shares does not starve her other st
       (await callTool(url, 'slow_echo', { seconds, quiet: true }, { token: ALICE })).body.result!.taskId as string;
     const long = [await create(longSeconds), await create(longSeconds)];
     await waitFor(async () => (await states(c, long)).started === 2, 20_000, 50, 'both long steps started on w1');
-    await c.addWorker();
     const short = [await create(1), await create(1)];
     await waitFor(async () => (await states(c, short)).queued === 2, 20_000, 50, 'both short tasks wait for the share');
-    const killedAt = Date.now();
+    // w1 dies while its long steps run; only then does the other worker start (started before,
+    // its start-up on a busy machine could outlast a long step, which then simply completes).
     await w1.kill();
+    await c.addWorker();
+    const killedAt = Date.now(); // the kill, and another worker ready to take over
     return { long, short, killedAt };
   }
 
