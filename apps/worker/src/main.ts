@@ -20,7 +20,7 @@
 import { Worker, type Job } from 'bullmq';
 import { handleEntryArgs, loadConfigOrExit, startupSummary } from '@mcp-tasks/config';
 import { createLogger, createWorkerMetrics, startOpsServer, startTracing } from '@mcp-tasks/observability';
-import { Checkpoints, PrincipalShares, ResultBudget, TaskStore } from '@mcp-tasks/task-store';
+import { Checkpoints, PrincipalShares, TaskStore } from '@mcp-tasks/task-store';
 import {
   bullPrefix,
   connectOrExplain,
@@ -46,6 +46,7 @@ import {
 import { createRegistry, loadToolModules } from '@mcp-tasks/tools/internal';
 import { createShareGate } from './principal-share.js';
 import { createStepProcessor } from './processor.js';
+import { resultDeps } from './result.js';
 import { workerReadiness } from './readiness.js';
 import { createMaintenanceProcessor } from './maintenance.js';
 import { watchContinuity } from './redis-continuity.js';
@@ -201,7 +202,7 @@ async function main() {
     inputTimeoutMs: config.task.inputTimeoutMs,
     progressMinIntervalMs: config.sync.progressMinIntervalMs,
     maxResultBytes: config.maxResultBytes,
-    resultBudget: new ResultBudget(store, config.maxResultBytesPerPrincipal),
+    ...resultDeps(store, config),
     toolTimeoutMs: config.toolTimeoutMs,
     isShuttingDown: () => shuttingDown,
     cancelLocal: cancelHere,

@@ -19,7 +19,8 @@
  * (R-02); a `ToolRetry`, or any error of a tool with a `retry` policy, runs the step again later
  * (retry.ts, R-04). The checkpoint is deleted when the step ends.
  *
- * Every terminal write is followed by `releaseOutstanding` (the principal's outstanding count).
+ * Every terminal write is followed by `releaseOutstanding` (the principal's outstanding count);
+ * a completion on a single Redis or Sentinel does it, and the rest, in its own script (result.ts).
  * The result is serialized once and stored only in the task record, within
  * MAX_RESULT_BYTES and the principal's MAX_RESULT_BYTES_PER_PRINCIPAL (`result.ts`); the job
  * returns a status word, so BullMQ's job hash and events stream never carry a result (N-09). An unexpected exception reaches the client as
@@ -50,7 +51,7 @@ import {
   unreadableFacts,
 } from '@mcp-tasks/tools';
 import type { ToolRegistry } from '@mcp-tasks/tools/internal';
-import { reserveResultBytes, serializeResult } from './result.js';
+import { serializeResult, storeResult } from './result.js';
 import { STEP_TIMEOUT, startStepTimeout, stepTimeoutMs } from './step-timeout.js';
 import { checkpointWriter, readLastCheckpoint } from './checkpoint.js';
 import { retryOrFail } from './retry.js';
@@ -70,6 +71,8 @@ export interface ProcessorDeps {
   maxResultBytes: number;
   /** The principals' budgets of stored result bytes (MAX_RESULT_BYTES_PER_PRINCIPAL). */
   resultBudget: ResultBudget;
+  /** Single Redis or Sentinel: the completion and what follows it in one script (result.ts `StoreResultDeps`). */
+  completeInOneScript?: { dropFromIndex: boolean };
   /** Time limit of a run of a step whose tool sets no `timeoutMs` (ms, TOOL_TIMEOUT_MS; step-timeout.ts). */
   toolTimeoutMs: number;
   isShuttingDown: () => boolean;
@@ -299,17 +302,11 @@ export function createStepProcessor(deps: ProcessorDeps) {
         jobLog.warn({ tool: tool.name, data: serialized.error.data }, 'step.result_refused');
         return 'failed';
       }
-      // The principal's budget of stored result bytes (result.ts): counted before the write.
-      const overBudget = await reserveResultBytes(deps.resultBudget, owner, taskId, tool.name, serialized.bytes);
-      if (overBudget) {
-        await ended(store.fail(taskId, { fence }, overBudget, short(overBudget.message)));
-        jobLog.warn({ tool: tool.name, data: overBudget.data }, 'step.result_over_budget');
-        return 'failed';
-      }
-      const r = await ended(
-        store.complete(taskId, fence, serialized.json, outcome.isError ? 'Finished with a tool error' : 'Done'),
-      );
-      if (r.code !== 'ok') await deps.resultBudget.release(owner, taskId).catch(() => undefined);
+      // The principal's budget of stored result bytes (result.ts): counted with, or before, the
+      // write; a result over it fails the task.
+      const result = { owner, taskId, fence, tool: tool.name, ...serialized, isError: outcome.isError === true };
+      const r = await storeResult(deps, result, ended, jobLog);
+      if (!r) return 'failed';
       jobLog.info({ outcome: r.code, isError: outcome.isError === true, bytes: serialized.bytes }, 'step.completed');
       // D11: a model shown only structuredContent (Claude Code) would miss what the text says.
       // For the tool's author; the count only (a result's text may be anything).
