@@ -55,6 +55,8 @@ export interface ProcessorDeps {
   maxResultBytes: number;
   /** The principals' budgets of stored result bytes (MAX_RESULT_BYTES_PER_PRINCIPAL). */
   resultBudget: ResultBudget;
+  /** Single Redis or Sentinel: the completion and what follows it in one script (result.ts `StoreResultDeps`). */
+  completeInOneScript?: { dropFromIndex: boolean };
   /** Time limit of a run of a step whose tool sets no `timeoutMs` (ms, TOOL_TIMEOUT_MS; step-timeout.ts). */
   toolTimeoutMs: number;
   isShuttingDown: () => boolean;

@@ -6,7 +6,8 @@
  *  - a result: serialized once and stored only in the task record, within MAX_RESULT_BYTES and the
  *    principal's MAX_RESULT_BYTES_PER_PRINCIPAL (result.ts; `-32603` with `data.reason`
  *    `result_too_large` / `result_budget_exceeded` / `binary_result` otherwise); the job returns a
- *    status word, so BullMQ's job hash and events stream never carry a result (N-09).
+ *    status word, so BullMQ's job hash and events stream never carry a result (N-09). A completion
+ *    on a single Redis or Sentinel also releases the slot and the checkpoint in its own script.
  * The step's checkpoint is deleted when the step ended (R-01).
  */
 import { toolContractBroken } from '@mcp-tasks/errors';
@@ -18,7 +19,7 @@ import {
   type StepOutcome,
   type ToolResult,
 } from '@mcp-tasks/tools';
-import { reserveResultBytes, serializeResult } from './result.js';
+import { serializeResult, storeResult } from './result.js';
 import { wireKey } from './input-keys.js';
 import type { StepRun } from './step-claim.js';
 
@@ -84,17 +85,11 @@ async function completeStep(run: StepRun, outcome: ToolResult): Promise<string> 
     jobLog.warn({ tool: tool.name, data: serialized.error.data }, 'step.result_refused');
     return 'failed';
   }
-  // The principal's budget of stored result bytes (result.ts): counted before the write.
-  const overBudget = await reserveResultBytes(deps.resultBudget, owner, taskId, tool.name, serialized.bytes);
-  if (overBudget) {
-    await ended(store.fail(taskId, { fence }, overBudget, short(overBudget.message)));
-    jobLog.warn({ tool: tool.name, data: overBudget.data }, 'step.result_over_budget');
-    return 'failed';
-  }
-  const r = await ended(
-    store.complete(taskId, fence, serialized.json, outcome.isError ? 'Finished with a tool error' : 'Done'),
-  );
-  if (r.code !== 'ok') await deps.resultBudget.release(owner, taskId).catch(() => undefined);
+  // The principal's budget of stored result bytes (result.ts): counted with, or before, the
+  // write; a result over it fails the task.
+  const result = { owner, taskId, fence, tool: tool.name, ...serialized, isError: outcome.isError === true };
+  const r = await storeResult(deps, result, ended, jobLog);
+  if (!r) return 'failed';
   jobLog.info({ outcome: r.code, isError: outcome.isError === true, bytes: serialized.bytes }, 'step.completed');
   // D11: a model shown only structuredContent (Claude Code) would miss what the text says.
   // For the tool's author; the count only (a result's text may be anything).

@@ -9,7 +9,7 @@
 import { Worker, type Job } from 'bullmq';
 import type { Config } from '@mcp-tasks/config';
 import type { Logger, WorkerMetrics } from '@mcp-tasks/observability';
-import { PrincipalShares, ResultBudget, type Checkpoints, type TaskStore } from '@mcp-tasks/task-store';
+import { PrincipalShares, type Checkpoints, type TaskStore } from '@mcp-tasks/task-store';
 import { JOB_INPUT_TIMEOUT, TOOLS_QUEUE, toolsPrefix, type JobQueues, type StepJobData } from '@mcp-tasks/jobs';
 import type { ToolRegistry } from '@mcp-tasks/tools/internal';
 import type { BullConnection } from './bull-connection.js';
@@ -17,6 +17,7 @@ import { createShareGate } from './principal-share.js';
 import { createStepProcessor } from './processor.js';
 import type { createStepObserver } from './step-observer.js';
 import { stepJobEnds } from './step-job-ends.js';
+import { resultDeps } from './result.js';
 
 export interface ToolsWorkersDeps {
   config: Config;
@@ -97,7 +98,7 @@ function toolJobRunner(d: ToolsWorkersDeps, cancelHere: (jobId: string, reason: 
     inputTimeoutMs: config.task.inputTimeoutMs,
     progressMinIntervalMs: config.sync.progressMinIntervalMs,
     maxResultBytes: config.maxResultBytes,
-    resultBudget: new ResultBudget(store, config.maxResultBytesPerPrincipal),
+    ...resultDeps(store, config),
     toolTimeoutMs: config.toolTimeoutMs,
     isShuttingDown: d.isShuttingDown,
     cancelLocal: cancelHere,

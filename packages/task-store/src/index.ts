@@ -8,7 +8,16 @@ export { OUTSTANDING_CREATE_GRACE_MS, OUTSTANDING_REPAIR_EVERY_MS } from './slot
 export { isWellFormedTaskId, newTaskId, stepJobId, parseStepJobId, TaskIdTakenError } from './ids.js';
 export { STATUS_MESSAGE_MAX_CHARS, capStatusMessage, canonicalJson, parseRecord } from './task-record.js';
 export type { TaskMode, TaskRecord, ProgressEvent, CreateTaskInput } from './task-record.js';
-export type { ActAs, StepClaim, WriteOutcome, CancelOutcome, ApplyOutcome, Reservation } from './outcomes.js';
+export type {
+  ActAs,
+  StepClaim,
+  WriteOutcome,
+  CancelOutcome,
+  ApplyOutcome,
+  Reservation,
+  CompletionCounts,
+  CountedCompletion,
+} from './outcomes.js';
 
 export { principalTag } from './principal.js';
 export { IdempotencyKeys, fingerprintOf, IDEMPOTENCY_CLAIM_GRACE_MS } from './idempotency.js';

@@ -47,6 +47,35 @@ export type WriteOutcome =
   | { code: 'cancelled' }
   | { code: 'key_reused'; key: string };
 
+/**
+ * What `completeCounted` passes along besides the result: the principal whose budget and slot
+ * the completion counts, and the keys and figures of `completeCounted-8.lua`.
+ */
+export interface CompletionCounts {
+  /** The task's principal (its outstanding slot is released). */
+  owner: string;
+  /** Bytes of the result JSON (UTF-8), counted against the budget. */
+  bytes: number;
+  /** The principal's result-budget keys (`ResultBudget.keys`). */
+  budgetKeys: { members: string; sizes: string };
+  /** MAX_RESULT_BYTES_PER_PRINCIPAL (bytes). */
+  budgetBytes: number;
+  /** Least gap between two budget repairs (ms). */
+  repairGapMs: number;
+  /** The task's checkpoint key (`Checkpoints.key`), deleted with the completion. */
+  checkpointKey: string;
+  /** Drop the task from the reconciler's index now (true only when no completion webhook needs the reconciler's check). */
+  dropFromIndex: boolean;
+}
+
+/**
+ * Outcome of `completeCounted`: a fenced write's outcome, or `over_budget` (nothing written to
+ * the task): the principal's stored bytes, when the oldest stored result expires (ms), and
+ * whether a repair of the budget is due (`ResultBudget.repair`).
+ */
+export type CountedCompletion =
+  WriteOutcome | { code: 'over_budget'; storedBytes: number; oldestExpiresAt: number; repairDue: boolean };
+
 /** Outcome of `requestCancel`. */
 export type CancelOutcome =
   | { code: 'gone' }

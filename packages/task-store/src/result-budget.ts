@@ -20,6 +20,7 @@ import type { TaskStore } from './store.js';
 import { principalTag } from './principal.js';
 import { isTerminal } from './wire.js';
 import { loadScripts } from './scripts.js';
+import type { CountedCompletion } from './outcomes.js';
 
 /** Least gap between two repairs of one principal's result budget (ms). */
 export const RESULT_BUDGET_REPAIR_EVERY_MS = 5_000;
@@ -79,6 +80,37 @@ export class ResultBudget {
     if (r[0] !== 1 && r[3] === 1 && (await this.repair(owner)) > 0) r = await once();
     if (r[0] === 1) return { ok: true, storedBytes: Number(r[1]) };
     return { ok: false, storedBytes: Number(r[1]), oldestExpiresAt: Number(r[2]) };
+  }
+
+  /**
+   * Completes task `taskId` (fenced by `fence`) with result `json` of `bytes` bytes, counted
+   * against `owner`'s budget, in one script (`TaskStore.completeCounted`: also releases the
+   * outstanding slot, deletes the checkpoint key `o.checkpointKey` and, with `o.dropFromIndex`,
+   * the reconciler index entry). Single Redis or Sentinel only (its keys span Cluster slots).
+   * Refused at the budget: once per RESULT_BUDGET_REPAIR_EVERY_MS the principal's members are
+   * repaired (`repair`) and the completion is tried again, as `reserve` does.
+   * @returns the write's outcome, or `over_budget` (the task is untouched: fail it).
+   */
+  async complete(
+    owner: string,
+    taskId: string,
+    fence: string,
+    result: { json: string; bytes: number; statusMessage: string },
+    o: { checkpointKey: string; dropFromIndex: boolean },
+    now = this.store.clock.now(),
+  ): Promise<CountedCompletion> {
+    const counts = {
+      owner,
+      bytes: result.bytes,
+      budgetKeys: this.keys(owner),
+      budgetBytes: this.budgetBytes,
+      repairGapMs: RESULT_BUDGET_REPAIR_EVERY_MS,
+      ...o,
+    };
+    const once = () => this.store.completeCounted(taskId, fence, result.json, result.statusMessage, counts, now);
+    const r = await once();
+    if (r.code === 'over_budget' && r.repairDue && (await this.repair(owner)) > 0) return once();
+    return r;
   }
 
   /** Stops counting `taskId`'s result (it was not written after all). Idempotent. */

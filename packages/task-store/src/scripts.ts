@@ -19,6 +19,7 @@ export type Scripts = Record<
   | 'parkForInput'
   | 'applyInputResponses'
   | 'completeTask'
+  | 'completeCounted'
   | 'failTask'
   | 'requestCancel'
   | 'markCancelled'

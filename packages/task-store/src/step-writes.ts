@@ -4,7 +4,15 @@
  */
 import { TaskRecords } from './records.js';
 import { capStatusMessage, type ProgressEvent } from './task-record.js';
-import { toClaimOutcome, toWriteOutcome, type ClaimOutcome, type Reply, type WriteOutcome } from './outcomes.js';
+import {
+  toClaimOutcome,
+  toWriteOutcome,
+  type ClaimOutcome,
+  type CompletionCounts,
+  type CountedCompletion,
+  type Reply,
+  type WriteOutcome,
+} from './outcomes.js';
 import type { JsonRpcErrorObject } from '@mcp-tasks/errors';
 import type { TaskStatus } from './wire.js';
 
@@ -103,6 +111,56 @@ export class StepWrites extends TaskRecords {
     const out = toWriteOutcome(r);
     if (out.code === 'ok') this.ended(taskId);
     return out;
+  }
+
+  /**
+   * Fenced `working → completed` that also counts the result against the principal's budget,
+   * releases the task's outstanding slot, deletes its checkpoint and (`c.dropFromIndex`) drops
+   * it from the reconciler's index, in one script (`completeCounted-8.lua`). Its keys span
+   * Cluster slots: call it only on a single Redis or Sentinel (else `complete` and the separate
+   * calls). `json` is the result's JSON text of `c.bytes` bytes.
+   * @returns the write's outcome (a refusal wrote nothing), or `over_budget` (the task is
+   *          untouched; `ResultBudget.complete` repairs and retries, or the caller fails it).
+   */
+  async completeCounted(
+    taskId: string,
+    fence: string,
+    json: string,
+    statusMessage: string,
+    c: CompletionCounts,
+    now = this.clock.now(),
+  ): Promise<CountedCompletion> {
+    const out = this.outstandingKeys(c.owner);
+    const r = (await this.scripts.completeCounted(
+      this.key(taskId),
+      this.resultKey(taskId),
+      c.checkpointKey,
+      c.budgetKeys.members,
+      c.budgetKeys.sizes,
+      out.outstanding,
+      out.since,
+      this.reconcileKey,
+      fence,
+      String(now),
+      json,
+      capStatusMessage(statusMessage),
+      this.channel(taskId),
+      taskId,
+      String(c.bytes),
+      String(c.budgetBytes),
+      c.dropFromIndex ? '1' : '0',
+      String(c.repairGapMs),
+    )) as (string | number | null)[];
+    if (r[0] === 'over_budget')
+      return {
+        code: 'over_budget',
+        storedBytes: Number(r[1]),
+        oldestExpiresAt: Number(r[2]),
+        repairDue: Number(r[3]) === 1,
+      };
+    const done = toWriteOutcome(r as Reply);
+    if (done.code === 'ok') this.ended(taskId);
+    return done;
   }
 
   /**

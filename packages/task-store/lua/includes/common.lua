@@ -66,9 +66,10 @@ local KEPT = {'owner', 'tool', 'mode', 'createdAt', 'ttlMs', 'pollIntervalMs', '
 -- Moves the task to a terminal status: the record is rewritten compactly (DEL + HSET, so a
 -- hash that had grown into a hashtable becomes a listpack again) with the same expiry.
 -- The outcome payload (a completed task's result, a failed one's error) is not in the record:
--- the caller writes it to the task's result key first (`writeOutcome`).
-local function finish(key, status, now, message, channel)
-  local at = expiresAt(key)
+-- the caller writes it to the task's result key first (`writeOutcome`). `at` = the record's
+-- expiry when the caller has it already (else read).
+local function finish(key, status, now, message, channel, at)
+  at = at or expiresAt(key)
   local vals = redis.call('HMGET', key, unpack(KEPT))
   if not message or message == '' then message = redis.call('HGET', key, 'statusMessage') end
   local fields = {'status', status, 'lastUpdatedAt', now}
@@ -95,7 +96,7 @@ local function finish(key, status, now, message, channel)
 end
 
 -- Writes a terminal task's outcome payload (result or error JSON) to its own key, with exactly
--- the record's expiry (`<prefix>:{t:<taskId>}:result`, same hash tag).
-local function writeOutcome(key, outcomeKey, payload)
-  redis.call('SET', outcomeKey, payload, 'PXAT', expiresAt(key))
+-- the record's expiry (`<prefix>:{t:<taskId>}:result`, same hash tag); `at` as in `finish`.
+local function writeOutcome(key, outcomeKey, payload, at)
+  redis.call('SET', outcomeKey, payload, 'PXAT', at or expiresAt(key))
 end
