@@ -19,7 +19,6 @@ const MAX_FUNCTION_LINES = 80;
 const KNOWN_LONG = {
   'apps/cli/src/commands/call.ts': { functions: { runCall: 92 } },
   'apps/gateway/src/listen.ts': { functions: { createTaskListen: 183, serve: 170 } },
-  'apps/gateway/src/mcp-route.ts': { functions: { createMcpRoute: 221, register: 196, handler: 177 } },
   'apps/gateway/src/sync-call.ts': { functions: { waitSync: 167 } },
   'apps/gateway/src/tools-call.ts': { functions: { toolsCall: 93 } },
   'apps/worker/src/main.ts': { functions: { main: 250 } },
