@@ -20,7 +20,6 @@ const KNOWN_LONG = {
   'apps/cli/src/commands/call.ts': { functions: { runCall: 92 } },
   'apps/gateway/src/listen.ts': { functions: { createTaskListen: 183, serve: 170 } },
   'apps/gateway/src/sync-call.ts': { functions: { waitSync: 167 } },
-  'apps/gateway/src/tools-call.ts': { functions: { toolsCall: 93 } },
   'apps/worker/src/main.ts': { functions: { main: 250 } },
   'apps/worker/src/processor.ts': { functions: { createStepProcessor: 256, processStep: 253 } },
   'apps/worker/src/reconcile.ts': { functions: { reconcileOnce: 101 } },
