@@ -33,7 +33,7 @@ import { randomUUID } from 'node:crypto';
 import type { Call, Gateway, LegacyChannel } from './context.js';
 import { acceptedAnswers } from './answers.js';
 import { askAndWait } from './legacy-ask.js';
-import { classify } from './classify.js';
+import { classify, type Classification } from './classify.js';
 import { invalidParams, missingCapability, tasksExtensionRequired } from './errors.js';
 import { askRound, continuationOf, continueRound, digest, spend } from './mrtr.js';
 import { resumeSync, waitSync } from './sync-call.js';
@@ -90,6 +90,11 @@ export function toProtocolError(gw: Gateway, e: unknown, tool: string): Protocol
   return new ProtocolError(code, message, data);
 }
 
+/** An `isError` result carrying one text: what a model reads instead of a JSON-RPC error. */
+type ErrorResult = { content: { type: 'text'; text: string }[]; isError: true };
+
+const errorResult = (text: string): ErrorResult => ({ content: [{ type: 'text', text }], isError: true });
+
 /** Serves one `tools/call` (see the module docstring). */
 export async function toolsCall(
   gw: Gateway,
@@ -99,49 +104,10 @@ export async function toolsCall(
   // Classified by the route; requests that reach the SDK another way are classified here.
   let c = call.exchange.classification;
   if (c.method !== 'tools/call') c = classify({ method: 'tools/call', params }, gw.registry);
-  const tool = c.tool;
-  if (!tool) throw invalidParams(`Unknown tool: ${params.name}`);
-  if (c.argsTooLarge) throw invalidParams(`Invalid arguments for tool ${tool.name}: ${c.argsTooLarge}`);
-  // SEP-1303: arguments the tool's schema refuses are a tool execution error, so the model
-  // reads what is wrong and can call again.
-  if (!c.args)
-    return {
-      content: [{ type: 'text', text: `Invalid arguments for tool ${tool.name}: ${c.argsError ?? 'invalid'}` }],
-      isError: true,
-    };
-  let args = c.args;
-  if (tool.taskSupport === 'required' && !call.declaresTasks) {
-    // A 2025 client cannot declare the 2026 extension: tell it (and its model) in a result.
-    if (call.era === 'legacy') {
-      return {
-        content: [
-          {
-            type: 'text',
-            text: `${tool.name} runs only as a task, which needs a client that speaks MCP 2026-07-28 with the Tasks extension.`,
-          },
-        ],
-        isError: true,
-      };
-    }
-    throw tasksExtensionRequired(`tool ${tool.name}`);
-  }
-  if (c.missingCaps) {
-    if (call.era === 'legacy') {
-      return {
-        content: [
-          {
-            type: 'text',
-            text: `${tool.name} needs to ask the user questions. Over a 2025 protocol connection this server can ask only a client that declared form elicitation at initialize and sends its Mcp-Session-Id; this connection did not. Use such a client, or one that speaks MCP 2026-07-28.`,
-          },
-        ],
-        isError: true,
-      };
-    }
-    throw missingCapability(
-      c.missingCaps,
-      `Missing required client capability: ${tool.name} needs ${Object.keys(c.missingCaps).join(', ')}`,
-    );
-  }
+  const admitted = admitCall(call, c, params.name);
+  if ('isError' in admitted) return admitted;
+  const { tool } = admitted;
+  let { args } = admitted;
   const rs = continuationOf(call);
   if (rs && (rs.tool !== tool.name || rs.args !== digest(args)))
     throw invalidParams('requestState does not belong to this tool call');
@@ -162,18 +128,9 @@ export async function toolsCall(
     return runInline(gw, call, tool, args, responses);
   }
 
-  if (tool.preTask && call.legacy && call.caps.elicitation !== undefined) {
-    const pre = await pushedRounds(gw, call, call.legacy, tool.name, (step, state, answers) =>
-      tool.preTask!(args, inlineContext(gw, call, tool.name, step, state, answers)),
-    );
-    if (!('args' in pre)) return pre;
-    args = pre.args;
-  } else if (tool.preTask) {
-    const round = await continueRound(gw, call, 'pre', tool.name, args, responses);
-    if ('again' in round) return round.again;
-    const pre = await tool.preTask(args, inlineContext(gw, call, tool.name, round.step, round.state, round.responses));
-    if ('kind' in pre && pre.kind === 'input_required')
-      return askRound(gw, call, 'pre', tool.name, args, round.step, pre);
+  if (tool.preTask) {
+    const pre = await preTaskRounds(gw, call, tool, args, responses);
+    if (!pre || !('args' in pre)) return pre;
     args = (pre as { args: Record<string, unknown> }).args;
   }
 
@@ -182,6 +139,79 @@ export async function toolsCall(
     call.exchange.createdTaskId = rec.taskId;
     return toCreateTaskResult(rec);
   }
+  return holdSync(gw, call, tool, args);
+}
+
+/**
+ * The checks of a call before its lane runs (see the module docstring).
+ * @returns the tool and its arguments (as the tool's schema parsed them), or the `isError`
+ *          result a model reads: arguments the schema refuses (SEP-1303), and on the 2025 lane a
+ *          task-only tool or a missing capability.
+ * @throws ProtocolError `-32602` for an unknown tool or arguments over MAX_ARGUMENTS_BYTES;
+ *         `-32021` for a task-only tool without the extension (T-04) or a missing capability (B-07).
+ */
+function admitCall(
+  call: Call,
+  c: Classification,
+  name: string,
+): { tool: ToolDefinition; args: Record<string, unknown> } | ErrorResult {
+  const tool = c.tool;
+  if (!tool) throw invalidParams(`Unknown tool: ${name}`);
+  if (c.argsTooLarge) throw invalidParams(`Invalid arguments for tool ${tool.name}: ${c.argsTooLarge}`);
+  // SEP-1303: arguments the tool's schema refuses are a tool execution error, so the model
+  // reads what is wrong and can call again.
+  if (!c.args) return errorResult(`Invalid arguments for tool ${tool.name}: ${c.argsError ?? 'invalid'}`);
+  if (tool.taskSupport === 'required' && !call.declaresTasks) {
+    // A 2025 client cannot declare the 2026 extension: tell it (and its model) in a result.
+    if (call.era === 'legacy')
+      return errorResult(
+        `${tool.name} runs only as a task, which needs a client that speaks MCP 2026-07-28 with the Tasks extension.`,
+      );
+    throw tasksExtensionRequired(`tool ${tool.name}`);
+  }
+  if (c.missingCaps) {
+    if (call.era === 'legacy')
+      return errorResult(
+        `${tool.name} needs to ask the user questions. Over a 2025 protocol connection this server can ask only a client that declared form elicitation at initialize and sends its Mcp-Session-Id; this connection did not. Use such a client, or one that speaks MCP 2026-07-28.`,
+      );
+    throw missingCapability(
+      c.missingCaps,
+      `Missing required client capability: ${tool.name} needs ${Object.keys(c.missingCaps).join(', ')}`,
+    );
+  }
+  return { tool, args: c.args };
+}
+
+/**
+ * The pre-task rounds of a tool that asks before its task exists (T-16): pushed to a 2025 client
+ * with a session and form elicitation (`pushedRounds`), MRTR rounds otherwise (mrtr.ts).
+ * @returns `{ args }` to create the task with, or the answer to send now (an `input_required`
+ *          round, a cancelled call's `isError` result).
+ */
+async function preTaskRounds(
+  gw: Gateway,
+  call: Call,
+  tool: ToolDefinition,
+  args: Record<string, unknown>,
+  responses: Record<string, unknown>,
+) {
+  if (call.legacy && call.caps.elicitation !== undefined)
+    return pushedRounds(gw, call, call.legacy, tool.name, (step, state, answers) =>
+      tool.preTask!(args, inlineContext(gw, call, tool.name, step, state, answers)),
+    );
+  const round = await continueRound(gw, call, 'pre', tool.name, args, responses);
+  if ('again' in round) return round.again;
+  const pre = await tool.preTask!(args, inlineContext(gw, call, tool.name, round.step, round.state, round.responses));
+  if ('kind' in pre && pre.kind === 'input_required')
+    return askRound(gw, call, 'pre', tool.name, args, round.step, pre);
+  return pre as { args: Record<string, unknown> };
+}
+
+/**
+ * A call on the `sync` lane: a task in `sync` mode, the request held until its result
+ * (sync-call.ts). A 2025 session's call is in flight in the session meanwhile.
+ */
+async function holdSync(gw: Gateway, call: Call, tool: ToolDefinition, args: Record<string, unknown>) {
   const rec = await startTask(gw, call, tool, args, 'sync');
   // A retry with the Idempotency-Key of a call handed off earlier (budget, shutdown) gets the
   // hand-off result again; any other holds the same call (docs/architecture.md).
