@@ -322,6 +322,8 @@ describe('2025-era sessions, questions and cancels across 2 gateways + 2 workers
       20,
       `task ${taskId} cancelled on disconnect`,
     );
-    assert.ok(c.gateways[1]!.logs.some((l) => l.msg === 'sync.disconnected' && l.taskId === taskId));
+    // Logged once the cancel and the slot release are written, which may be just after the poll
+    // above saw 'cancelled'.
+    await c.gateways[1]!.waitLog((l) => l.msg === 'sync.disconnected' && l.taskId === taskId, 5000);
   });
 });

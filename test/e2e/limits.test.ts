@@ -376,8 +376,13 @@ describe("a tool's time limit: TOOL_TIMEOUT_MS (1 s here) and defineTool({ timeo
     assert.equal(final.statusMessage, message);
     await waitFor(() => existsSync(join(dir, 'late.abort-reason')), 5000, 20, 'the abort reason');
     assert.equal(read('late.abort-reason'), 'timeout');
+    // The limit runs from the run's start in the worker, a little before the tool's first line
+    // (which wrote late.started): so its lower bound is checked on the task's own clock, from
+    // creation to the failure, and the tool's view only bounds it from above.
+    const failedAfter = Date.parse(final.lastUpdatedAt) - Date.parse(final.createdAt);
+    assert.ok(failedAfter >= 1000, `failed ${failedAfter} ms after it was created`);
     const ranMs = Number(read('late.aborted')) - Number(read('late.started'));
-    assert.ok(ranMs >= 990 && ranMs < 10_000, `aborted ${ranMs} ms after it started`);
+    assert.ok(ranMs > 0 && ranMs < 10_000, `aborted ${ranMs} ms after it started`);
     assert.equal(existsSync(join(dir, 'late')), false, 'the tool stopped: its effect was never written');
   });
 
