@@ -88,6 +88,42 @@ describe('2025-11-25 tasks for sessions that declared them, 2 gateways (LG-10..L
     for (const t of plain.message?.result?.tools as Record<string, any>[]) assert.equal(t.execution, undefined, t.name);
   });
 
+  it('tools/call with params.task for a tool listed forbidden: -32601 naming the tool, no task; the same call without params.task is answered (LG-15)', async () => {
+    const before = await rpc(alice, ALICE, 7, 'tasks/list', {});
+    const listedBefore = (before.message?.result?.tasks as unknown[]).length;
+    for (const [name, args] of [
+      ['test_simple_text', {}], // run in the gateway
+      ['share_report', { channel: '#x' }], // asks before its task exists
+    ] as const) {
+      const asked = await rpc(alice, ALICE, 8, 'tools/call', { name, arguments: args, task: {} });
+      assert.equal(asked.status, 200, asked.text);
+      assert.equal(asked.message?.error?.code, -32601, asked.text);
+      assert.match(asked.message!.error.message, new RegExp(`${name} does not support task-augmented execution`));
+      assert.equal(asked.message?.result, undefined, asked.text);
+    }
+    const plain = await rpc(alice, ALICE, 9, 'tools/call', { name: 'test_simple_text', arguments: {} });
+    assert.equal(plain.message?.error, undefined, plain.text);
+    assert.ok(Array.isArray(plain.message?.result?.content), plain.text);
+    // A session without tasks is served as before: params.task is not its business.
+    const { sid } = await open(ALICE, { elicitation: {} });
+    const other = await rpc(sid, ALICE, 10, 'tools/call', { name: 'test_simple_text', arguments: {}, task: {} });
+    assert.equal(other.message?.error, undefined, other.text);
+    const after = await rpc(alice, ALICE, 11, 'tasks/list', {});
+    assert.equal((after.message?.result?.tasks as unknown[]).length, listedBefore, 'no task created');
+  });
+
+  it('a tool listed required (failing_job) becomes a task with params.task; its tool error shows as failed (LG-10, LG-11, LG-15)', async () => {
+    const created = await rpc(alice, ALICE, 12, 'tools/call', { name: 'failing_job', arguments: {}, task: {} });
+    assert.equal(created.status, 200, created.text);
+    const task = created.message?.result?.task as Record<string, any>;
+    assert.equal(task?.status, 'working', created.text);
+    const result = await rpc(alice, ALICE, 13, 'tasks/result', { taskId: task.taskId });
+    const last = messagesOf(result.text).at(-1)!;
+    assert.equal(last.result?.isError, true, result.text);
+    const got = await rpc(alice, ALICE, 14, 'tasks/get', { taskId: task.taskId });
+    assert.equal(got.message?.result?.status, 'failed', got.text);
+  });
+
   it('tools/call with params.task answers CreateTaskResult at once; tasks/get on the other gateway; tasks/result streams the status and ends with the result and its related-task _meta (LG-10, LG-11, LG-14)', async () => {
     const created = await rpc(alice, ALICE, 1, 'tools/call', {
       name: 'countdown',
@@ -246,14 +282,11 @@ describe('2025-11-25 tasks for sessions that declared them, 2 gateways (LG-10..L
     assert.equal(forged.message?.error?.code, -32602, forged.text);
   });
 
-  it('a session without the tasks capability: params.task is ignored (a plain call), tasks/* -32601 as before (T-07); a gateway tool with params.task is a plain call too', async () => {
+  it('a session without the tasks capability: params.task is ignored (a plain call), tasks/* -32601 as before (T-07)', async () => {
     const { sid } = await open(ALICE, { elicitation: {} });
     const r = await rpc(sid, ALICE, 40, 'tools/call', { name: 'countdown', arguments: { seconds: 1 }, task: {} });
     assert.equal(r.message?.result?.task, undefined, r.text);
     assert.match(r.message?.result?.content?.[0]?.text, /Countdown from 1 finished/, r.text);
-    const inline = await rpc(alice, ALICE, 42, 'tools/call', { name: 'test_simple_text', arguments: {}, task: {} });
-    assert.equal(inline.message?.result?.task, undefined, inline.text);
-    assert.ok(Array.isArray(inline.message?.result?.content), inline.text);
     const list = await rpc(sid, ALICE, 41, 'tasks/list', {});
     assert.equal(list.message?.error?.code, -32601, list.text);
   });

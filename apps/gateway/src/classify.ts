@@ -123,6 +123,12 @@ export interface ClassifyOptions {
    * without a session.
    */
   legacyCaps?: Record<string, unknown>;
+  /**
+   * A 2025-11-25 `tools/call` with `params.task` in a session that has that revision's tasks
+   * (legacy-tasks.ts): a tool that runs only as a task may run as one (LG-15), on lane `sync`,
+   * which legacy-tasks.ts turns into a task.
+   */
+  legacyTask?: boolean;
 }
 
 /** Classifies a parsed JSON body (any JSON value: non-objects classify as an unknown method). */
@@ -173,7 +179,7 @@ export function classify(body: unknown, registry: ToolRegistry, o: ClassifyOptio
     return c;
   }
   c.args = parsed.args;
-  if (tool.taskSupport === 'required' && !declaresTasks) return c;
+  if (tool.taskSupport === 'required' && !declaresTasks && !o.legacyTask) return c;
   const missing = missingCaps(tool.requiresCapabilities, caps);
   if (missing) {
     c.missingCaps = missing;

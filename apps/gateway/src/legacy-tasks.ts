@@ -8,8 +8,8 @@
  *    such a client (server-factory.ts), never to another (T-07, T-08 stand for everyone else);
  *  - `tools/call` with `params.task` (`{ttl?}`) of a worker tool → a task, answered at once with
  *    `CreateTaskResult {task}` (LG-10); its `ttl` is the service's TASK_TTL_MS (the `ttl` returned
- *    says so); a tool run in the gateway, or one that asks before its task exists, is answered
- *    as a plain call;
+ *    says so); a `params.task` on a tool listed `forbidden` (a tool run in the gateway, one that
+ *    asks before its task exists, or one that refuses tasks) is refused `-32601` (LG-15);
  *  - `tasks/get` → the `Task` (LG-11); `tasks/cancel` → the cancelled `Task`, `-32602` for a task
  *    already terminal (LG-12); `tasks/list` → the caller's tasks, 50 a page, opaque cursor (LG-13);
  *  - `tasks/result` blocks until the task ends (legacy-task-result.ts, LG-14).
@@ -26,6 +26,7 @@ import { clientErrorOf, ErrorCode, jsonRpcErrorBody, StoreUnavailableError, task
 import { newErrorId } from '@mcp-tasks/observability';
 import { legacyCallCapabilities } from './legacy-ask.js';
 import { indexLegacyTask, listLegacyTasks } from './legacy-task-index.js';
+import { legacyTaskSupport } from './legacy-tool-list.js';
 import type { Session } from './sessions.js';
 import { startTask } from './task-create.js';
 import { cancelTask } from './tasks-methods.js';
@@ -73,6 +74,30 @@ export function becomesLegacyTask(
     c.tool.taskSupport !== 'forbidden' &&
     !!c.args &&
     !c.missingCaps
+  );
+}
+
+/** Whether a 2025 request asks for a 2025-11-25 task (`params.task` an object) in a session that has them. */
+export const asksLegacyTask = (session: Session | undefined, params: Record<string, unknown> | undefined) =>
+  sessionHasTasks(session) && isObject(params?.task);
+
+/**
+ * Whether a 2025 `tools/call` asks for a task (`params.task` an object) of a tool this session's
+ * `tools/list` shows `execution.taskSupport: "forbidden"` (legacy-tool-list.ts): refused `-32601`
+ * (LG-15). A continuation is never one (it answers a question of work already started).
+ */
+export function asksForbiddenTask(
+  session: Session | undefined,
+  c: Classification,
+  params: Record<string, unknown> | undefined,
+): boolean {
+  return (
+    sessionHasTasks(session) &&
+    c.method === 'tools/call' &&
+    isObject(params?.task) &&
+    !c.continues &&
+    !!c.tool &&
+    legacyTaskSupport(c.tool) === 'forbidden'
   );
 }
 

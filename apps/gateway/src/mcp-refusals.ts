@@ -108,3 +108,19 @@ export function refuseUndeclaredListen(reply: FastifyReply, id: unknown): Fastif
       ),
     );
 }
+
+/**
+ * LG-15: a 2025-11-25 `tools/call` with `params.task` for a tool listed `forbidden` to the
+ * session: HTTP 200 `-32601` naming the tool (the revision's code), before anything is counted.
+ */
+export function refuseForbiddenTask(reply: FastifyReply, id: unknown, tool: string): FastifyReply {
+  return reply
+    .code(200)
+    .send(
+      jsonRpcErrorBody(
+        id,
+        ErrorCode.MethodNotFound,
+        `Tool ${tool} does not support task-augmented execution (execution.taskSupport is "forbidden"); call it without params.task`,
+      ),
+    );
+}

@@ -39,6 +39,8 @@ import { legacyCallCapabilities } from './legacy-ask.js';
 import { sessionStep, type SessionStep } from './legacy-session.js';
 import { serveLegacyTaskResult } from './legacy-task-result.js';
 import {
+  asksForbiddenTask,
+  asksLegacyTask,
   becomesLegacyTask,
   createLegacyTask,
   LEGACY_TASK_METHODS,
@@ -59,6 +61,7 @@ import { requestSpan } from './tracing.js';
 import { releaseOnClose } from './exchange-release.js';
 import {
   refuseBadKey,
+  refuseForbiddenTask,
   refuseMalformedMessage,
   refuseRejected,
   refuseUndeclaredListen,
@@ -191,6 +194,7 @@ async function serveMcp(r: RouteParts, req: FastifyRequest, reply: FastifyReply)
   }
   // The validation ladder's verdict, answered before anything is counted, reserved or run.
   if (c.rejected) return refuseRejected(log, reply, body, c, c.rejected, principal);
+  if (asksForbiddenTask(session, c, body?.params)) return refuseForbiddenTask(reply, c.id, c.tool!.name);
   // Idempotency-Key (idempotency.ts): a malformed one is refused before anything is counted.
   const maxKeyChars = config.limits.idempotencyKeyMaxChars;
   const parsedKey =
@@ -278,6 +282,7 @@ function classifyRequest(gw: Gateway, req: FastifyRequest, body: McpBody | undef
     bodyBytes: Number(req.headers['content-length']) || undefined,
     http: { method: req.method, headers: req.headers },
     legacyCaps: legacyCallCapabilities(session),
+    legacyTask: asksLegacyTask(session, body?.params),
   });
   if (log.isLevelEnabled('debug'))
     log.debug(
