@@ -73,16 +73,28 @@ describe(
       const endedAfter = s.frames.at(-1)!.at - s.sentAt;
       console.log(`budget: countdown(8) handed off ${endedAfter} ms after the request (budget ${BUDGET_MS} ms)`);
       assert.ok(endedAfter >= BUDGET_MS, `not before the budget: ${endedAfter} ms`);
-      assert.ok(endedAfter < BUDGET_MS + 1500, `at the budget, well before the tool's 8 s: ${endedAfter} ms`);
+      assert.ok(
+        endedAfter < BUDGET_MS + 1500,
+        `at the budget, well before the tool's 8 s: ${endedAfter} ms\n${describeFrames(s)}`,
+      );
+      // The budget counts from the request's arrival, so how many seconds of countdown fit in it
+      // depends on how soon a worker starts the step (2.7 s at load 15): at least one, in order.
       const p = s.progress();
-      assert.ok(p.length >= 2, `progress before the hand-off:\n${describeFrames(s)}`);
+      assert.ok(p.length >= 1, `progress before the hand-off:\n${describeFrames(s)}`);
       assert.ok(
         p.every((e) => e.progressToken === 'bud-8' && e.total === 8),
         JSON.stringify(p),
       );
-      assert.deepEqual(p.map((e) => e.progress).slice(0, 2), [1, 2]);
+      assert.deepEqual(
+        p.map((e) => e.progress),
+        p.map((_, i) => i + 1),
+      );
       const { taskId, result } = assertHandOff(s, 'countdown');
-      assert.match(result.structuredContent.statusMessage ?? '', /^[23]\/8 s/, 'the latest progress');
+      const latest = /^(\d)\/8 s/.exec(result.structuredContent.statusMessage ?? '');
+      assert.ok(
+        latest && Number(latest[1]) >= p.length,
+        `the latest progress: ${result.structuredContent.statusMessage}`,
+      );
 
       // task_status on the other gateway: still running, with the latest progress.
       const running = await taskStatus(c.urls[1]!, taskId);

@@ -297,7 +297,7 @@ describe('mcp-tasks, the terminal client (issue 11 §2)', () => {
     );
     chmodSync(join(bin, 'notify-send'), 0o755);
     // A task that waits for an answer: it ends only when the test answers, after the watcher is
-    // on its listen stream (a task that ends on a timer may end before a slow CLI start polls).
+    // has been told of the question (a task that ends on a timer may end before a slow CLI start polls).
     const created = await callTool(c.urls[0]!, 'ask_confirm', { question: 'Ship it?' }, { token: TOKEN });
     const taskId = String(created.body.result?.taskId);
     const asked = await pollTask(
@@ -311,11 +311,14 @@ describe('mcp-tasks, the terminal client (issue 11 §2)', () => {
     const key = Object.keys(asked.inputRequests ?? {})[0]!;
     const from = proxy.log.length;
     const watching = runCli(['watch', taskId, '--notify'], { ...env, PATH: `${bin}:${env.PATH}` }, 30_000);
+    // The proxy sees the listen request before the gateway has read the task for its first
+    // notification: answering then can move the task on before the watcher ever sees the
+    // question. The watcher's own notification of the question is the signal that it has.
     await waitFor(
-      async () => wire(from).some((e) => e.mcpMethod === 'subscriptions/listen'),
+      async () => existsSync(record) && readFileSync(record, 'utf8').includes('a task needs your answer'),
       20_000,
       50,
-      'the watcher on its listen stream',
+      'the watcher told of the question',
     );
     const answered = await updateTask(
       c.urls[1]!,

@@ -1163,8 +1163,13 @@ describe('detachSync (budget hand-off, D1)', () => {
     const rec = await newTask({ mode: 'sync' });
     const f = await claim(rec.taskId);
     assert.equal(await store.renewHolder(rec.taskId, 1), 1);
+    await store.reportProgress(rec.taskId, f, { statusMessage: '2/8 s' });
     const before = await snapshot(rec.taskId);
-    assert.deepEqual(await store.detachSync(rec.taskId), { code: 'ok', status: 'working' });
+    assert.deepEqual(
+      await store.detachSync(rec.taskId),
+      { code: 'ok', status: 'working', statusMessage: '2/8 s' },
+      'with the latest progress, for the hand-off',
+    );
     const after = await snapshot(rec.taskId);
     assert.equal(after.hash.mode, 'task');
     assert.equal(after.hash.owner, before.hash.owner);
@@ -1185,12 +1190,20 @@ describe('detachSync (budget hand-off, D1)', () => {
     const parked = await newTask({ mode: 'sync' });
     const f = await claim(parked.taskId);
     await store.parkForInput(parked.taskId, f, { 'q.1': ELICIT_A }, null, 'Waiting');
-    assert.deepEqual(await store.detachSync(parked.taskId), { code: 'ok', status: 'input_required' });
+    assert.deepEqual(
+      await store.detachSync(parked.taskId),
+      { code: 'ok', status: 'input_required', statusMessage: 'Waiting' },
+      'with the state the hand-off reports',
+    );
 
     const { rec: done } = await taskIn('completed');
     assert.deepEqual(await store.detachSync(done.taskId), { code: 'terminal', status: 'completed' });
     const task = await newTask({ mode: 'task' });
-    assert.deepEqual(await store.detachSync(task.taskId), { code: 'not_sync', status: 'working' });
+    assert.deepEqual(await store.detachSync(task.taskId), {
+      code: 'not_sync',
+      status: 'working',
+      statusMessage: 'Queued',
+    });
     assert.deepEqual(await store.detachSync('6f1c2d4e-8a9b-4c3d-9e8f-0a1b2c3d4e5f'), { code: 'gone' });
     await drain(store.channel(parked.taskId));
   });

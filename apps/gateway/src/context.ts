@@ -61,6 +61,12 @@ export interface Gateway extends GatewayDeps {
 export interface Exchange {
   /** The authenticated caller (D9). */
   principal: string;
+  /**
+   * When this gateway received the request (ms since the epoch, from Fastify's
+   * `reply.elapsedTime`): a synchronous call's budget counts from it, so the time taken to create
+   * its task on a busy gateway is inside the budget, as it is inside the client's own timeout (D1).
+   */
+  receivedAt?: number;
   /** The request, classified once (era, method, tool, lane). */
   classification: Classification;
   /**

@@ -36,7 +36,10 @@ export async function handOff(
   // another request handed it off: that one carries the id).
   if (d.code === 'ok') call.exchange.createdTaskId = rec.taskId;
   gw.log.info({ taskId: rec.taskId, tool: tool.name, budgetMs, why, detached: d.code }, 'sync.handed_off');
-  return handedOffResult(rec, tool, why, budgetMs);
+  // The record read before the budget ran out may predate progress already relayed on the
+  // stream: the hand-off carries the task's state as the detach found it.
+  const now = { ...rec, status: d.status, statusMessage: d.statusMessage ?? rec.statusMessage };
+  return handedOffResult(now, tool, why, budgetMs);
 }
 
 /** Why a call was handed off: its budget ran out, its gateway is shutting down, or an earlier request of the same call handed it off. */

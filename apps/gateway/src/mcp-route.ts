@@ -230,6 +230,7 @@ async function serveMcp(r: RouteParts, req: FastifyRequest, reply: FastifyReply)
   const span = requestSpan(req.raw);
   const exchange: Exchange = {
     principal,
+    receivedAt: Date.now() - reply.elapsedTime,
     classification: c,
     rawInputResponses: body?.params?.inputResponses,
     ...(reservation ? { reservation } : {}),

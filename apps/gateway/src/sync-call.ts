@@ -98,7 +98,8 @@ export async function waitSync(
     signal,
     started,
     budgetMs,
-    deadline: started + budgetMs,
+    // From the request's arrival: creating the task is part of the call's time (D1).
+    deadline: (call.exchange.receivedAt ?? started) + budgetMs,
     parkedRemaining: undefined,
     unavailableSince: undefined,
     questions,

@@ -86,16 +86,21 @@ export class ClientWrites extends StepWrites {
   /**
    * A synchronous call ran out of its budget: the task continues in `task` mode for the same
    * owner (see `detachSync-1.lua`).
-   * @returns `ok` (detached; `status` is its current one), `terminal` (it already ended: answer
-   * the call normally), `gone` or `not_sync`.
+   * @returns `ok` (detached; `status` and `statusMessage` are its current ones), `terminal` (it
+   * already ended: answer the call normally), `gone` or `not_sync`.
    */
   async detachSync(
     taskId: string,
     now = this.clock.now(),
-  ): Promise<{ code: 'ok' | 'terminal' | 'not_sync'; status: TaskStatus } | { code: 'gone' }> {
+  ): Promise<{ code: 'ok' | 'terminal' | 'not_sync'; status: TaskStatus; statusMessage?: string } | { code: 'gone' }> {
     const r = (await this.scripts.detachSync(this.key(taskId), String(now))) as Reply;
     if (r[0] === 'gone') return { code: 'gone' };
-    return { code: r[0] as 'ok' | 'terminal' | 'not_sync', status: r[1] as TaskStatus };
+    const statusMessage = typeof r[2] === 'string' ? r[2] : undefined;
+    return {
+      code: r[0] as 'ok' | 'terminal' | 'not_sync',
+      status: r[1] as TaskStatus,
+      ...(statusMessage !== undefined ? { statusMessage } : {}),
+    };
   }
 
   /**
