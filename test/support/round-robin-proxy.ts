@@ -4,8 +4,7 @@
  * `Connection: close`), so a client that keeps its connection to the proxy alive still has
  * consecutive requests served by different gateways. Responses are streamed through as they
  * arrive (headers flushed at once, chunks piped unbuffered), so SSE works. The client's `Host`
- * header is passed on unchanged.
- *
+ * header is passed on unchanged (`rotateBy: 'httpMethod'` keeps one rotation per HTTP method).
  *
  * With `capture: true` each log entry also keeps the request's headers and body and the response
  * body as it streamed through (SSE frames included), so a test can show what a real client sent.
@@ -47,6 +46,13 @@ export interface ProxyLogEntry {
 export interface RoundRobinProxyOptions {
   /** Keep headers, request and response bodies in `log` (default false). */
   capture?: boolean;
+  /**
+   * `'request'` (default): one rotation over every request. `'httpMethod'`: one rotation per
+   * HTTP method, so consecutive POSTs alternate even when a GET the client sends on its own
+   * schedule (the 2025 SDK's standalone stream, opened after `initialize` without being
+   * awaited) arrives between them.
+   */
+  rotateBy?: 'request' | 'httpMethod';
 }
 
 // Hop-by-hop headers (RFC 9110 §7.6.1) are not forwarded.
@@ -77,10 +83,16 @@ export async function startRoundRobinProxy(
   const targets = upstreams.map((u) => new URL(u));
   const counts = targets.map(() => 0);
   const log: RoundRobinProxy['log'] = [];
-  let next = 0;
+  const rotations = new Map<string, number>();
+  const nextUpstream = (httpMethod: string): number => {
+    const key = opts.rotateBy === 'httpMethod' ? httpMethod : '';
+    const n = rotations.get(key) ?? 0;
+    rotations.set(key, n + 1);
+    return n % targets.length;
+  };
 
   const server: Server = createServer((req, res) => {
-    const i = next++ % targets.length;
+    const i = nextUpstream(req.method ?? 'GET');
     const target = targets[i]!;
     counts[i]!++;
     const entry: ProxyLogEntry = {
