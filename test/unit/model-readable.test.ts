@@ -35,6 +35,7 @@ import {
 import type { TaskRecord } from '@mcp-tasks/task-store';
 import { handedOffResult, type HandOffReason } from '../../apps/gateway/src/handoff.js';
 import { noSuchTaskResult, statusResult } from '../../apps/gateway/src/task-status.js';
+import { SETTINGS } from '../support/toolset-settings.js';
 
 const TOOLSETS = ['demo', 'conformance', 'testing'] as const;
 const MAX_ROUNDS = 4;
@@ -114,7 +115,6 @@ function fakeCtx(
   state: unknown,
   inputResponses: Record<string, InputResponse>,
   progress: Progress[],
-  sideEffectDir: string | undefined,
 ): ToolContext {
   return {
     signal: new AbortController().signal,
@@ -135,7 +135,6 @@ function fakeCtx(
     drainSignal: new AbortController().signal,
     draining: false,
     async log() {},
-    settings: { researchPhaseMs: 3000, ...(sideEffectDir ? { sideEffectDir } : {}) },
   };
 }
 
@@ -181,7 +180,6 @@ function answerSets(q: InputRequired): [string, Record<string, InputResponse>][]
 async function explore(
   tool: ToolDefinition,
   args: Record<string, unknown>,
-  sideEffectDir: string,
 ): Promise<{ paths: Path[]; progress: Progress[] }> {
   const mode: ToolContext['mode'] = tool.runsIn === 'gateway' ? 'inline' : 'task';
   const paths: Path[] = [];
@@ -195,7 +193,7 @@ async function explore(
   ): Promise<void> => {
     let out: StepOutcome;
     try {
-      out = await tool.run(a, fakeCtx(mode, step, state, responses, progress, sideEffectDir));
+      out = await tool.run(a, fakeCtx(mode, step, state, responses, progress));
     } catch (error) {
       paths.push({ label, end: { error } });
       return;
@@ -217,7 +215,7 @@ async function explore(
     label: string,
   ): Promise<void> => {
     if (!tool.preTask) return run(args, 1, undefined, {}, label);
-    const out = await tool.preTask(args, fakeCtx('inline', step, state, responses, progress, sideEffectDir));
+    const out = await tool.preTask(args, fakeCtx('inline', step, state, responses, progress));
     if (!('kind' in out)) return run(out.args as Record<string, unknown>, 1, undefined, {}, `${label} → task`);
     if (step >= MAX_ROUNDS) {
       paths.push({ label, end: { stopped: 'rounds' } });
@@ -309,7 +307,10 @@ describe('the kit: structuredResult, textResult and unreadableFacts (D11)', () =
 });
 
 describe('every tool of every tool set: results the model can read, progress without its own percentage', () => {
-  const registry = createRegistry([...TOOLSETS]);
+  const registry = createRegistry([...TOOLSETS], SETTINGS);
+  /** Every tool set built with deep_research's phases 3 s long and side effects written to `dir`. */
+  const toolsIn = (dir: string) =>
+    createRegistry([...TOOLSETS], { demo: { researchPhaseMs: 3000 }, testing: { sideEffectDir: dir } });
   const names = registry.list().map((t) => t.name as string);
 
   it('every tool has a scenario here (a new tool must be added)', () => {
@@ -318,12 +319,12 @@ describe('every tool of every tool set: results the model can read, progress wit
 
   for (const name of names) {
     it(`${name}: every path's result is readable from structuredContent alone; no progress message with a total carries a percentage`, async () => {
-      const tool = registry.get(name)!;
       const dir = mkdtempSync(join(tmpdir(), 'model-readable-'));
+      const tool = toolsIn(dir).get(name)!;
       try {
         let results = 0;
         for (const args of SCENARIOS[name]!) {
-          const { paths, progress } = await explore(tool, args, dir);
+          const { paths, progress } = await explore(tool, args);
           assert.ok(paths.length > 0, `${name} ${JSON.stringify(args)}: no path`);
           for (const p of paths) {
             if ('result' in p.end) {
@@ -349,15 +350,16 @@ describe('every tool of every tool set: results the model can read, progress wit
 
   it('the demo results carry what the model must read in structuredContent (the report, the outcome, the sum)', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'model-readable-'));
+    const tools = toolsIn(dir);
     try {
-      const research = await explore(registry.get('deep_research')!, { topic: 'tidal energy' }, dir);
+      const research = await explore(tools.get('deep_research')!, { topic: 'tidal energy' });
       const team = research.paths.find((p) => p.label.endsWith('accept first choices'))!;
       assert.ok('result' in team.end);
       const sc = team.end.result.structuredContent!;
       assert.equal(sc.topic, 'tidal energy');
       assert.equal(sc.audience, 'team');
       assert.match(String(sc.summary), /three sources agree on the main points of tidal energy/);
-      const share = await explore(registry.get('share_report')!, { channel: '#research' }, dir);
+      const share = await explore(tools.get('share_report')!, { channel: '#research' });
       const shared = share.paths.find((p) => p.label.endsWith('accept first choices'))!;
       assert.ok('result' in shared.end);
       assert.deepEqual(shared.end.result.structuredContent, {
@@ -366,7 +368,7 @@ describe('every tool of every tool set: results the model can read, progress wit
         shared: true,
         notify: true,
       });
-      const add = await explore(registry.get('add')!, { a: 2, b: 3 }, dir);
+      const add = await explore(tools.get('add')!, { a: 2, b: 3 });
       assert.ok('result' in add.paths[0]!.end);
       assert.deepEqual(add.paths[0]!.end.result.structuredContent, { summary: '2 + 3 = 5', sum: 5 });
     } finally {
@@ -488,7 +490,7 @@ describe('built-in results: task_status and the hand-off', () => {
       it(`hand-off (${why}${statusMessage ? ', with progress' : ''}): the instruction is in structuredContent.summary, beside taskId and next`, () => {
         const r = handedOffResult(
           rec(statusMessage ? { statusMessage } : {}),
-          createRegistry(['demo']).get('countdown')!,
+          createRegistry(['demo'], SETTINGS).get('countdown')!,
           why,
           5000,
         ) as ToolResult;

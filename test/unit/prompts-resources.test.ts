@@ -12,6 +12,7 @@ import {
   PromptRegistry,
   ResourceRegistry,
 } from '@mcp-tasks/tools/internal';
+import { SETTINGS } from '../support/toolset-settings.js';
 
 const prompt = (name: string, extra: Partial<Parameters<typeof definePrompt>[0]> = {}) =>
   definePrompt({
@@ -101,7 +102,7 @@ describe('ResourceRegistry', () => {
 
 describe('tool sets contribute prompts and resources', () => {
   it("conformance has the suite's prompts, resources and template; demo and testing have none", () => {
-    const p = createPromptRegistry(['demo', 'conformance', 'testing']);
+    const p = createPromptRegistry(['demo', 'conformance', 'testing'], SETTINGS);
     assert.deepEqual(
       p.list().map((e) => e.name),
       [
@@ -112,7 +113,7 @@ describe('tool sets contribute prompts and resources', () => {
         'test_input_required_result_prompt',
       ],
     );
-    const r = createResourceRegistry(['conformance']);
+    const r = createResourceRegistry(['conformance'], SETTINGS);
     assert.deepEqual(
       r.list().map((e) => e.uri),
       ['test://static-text', 'test://static-binary', 'test://watched-resource'],
@@ -121,7 +122,7 @@ describe('tool sets contribute prompts and resources', () => {
       r.listTemplates().map((e) => e.uriTemplate),
       ['test://template/{id}/data'],
     );
-    assert.equal(createPromptRegistry(['demo', 'testing']).size, 0);
-    assert.equal(createResourceRegistry(['demo', 'testing']).size, 0);
+    assert.equal(createPromptRegistry(['demo', 'testing'], SETTINGS).size, 0);
+    assert.equal(createResourceRegistry(['demo', 'testing'], SETTINGS).size, 0);
   });
 });

@@ -22,6 +22,7 @@ import {
   ToolModuleError,
 } from '@mcp-tasks/tools/internal';
 import { toolsWithoutWorker } from '@mcp-tasks/jobs';
+import { SETTINGS } from '../support/toolset-settings.js';
 
 const tool = (name: string, over: Record<string, unknown> = {}) => ({
   ...defineTool({
@@ -185,6 +186,7 @@ describe('tool modules', () => {
       () =>
         createRegistry(
           ['demo'],
+          SETTINGS,
           [],
           [{ spec: './mine.mjs', url: 'file:///mine.mjs', toolset: { tools: [tool('countdown')] } }],
         ),
@@ -192,6 +194,7 @@ describe('tool modules', () => {
     );
     const reg = createRegistry(
       ['demo'],
+      SETTINGS,
       [],
       [
         {

@@ -5,9 +5,13 @@
  */
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
+import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { createRegistry, ToolRegistry } from '@mcp-tasks/tools/internal';
 import {
   isInputRequired,
+  testContext,
   ToolCancelled,
   type InputRequired,
   type InputResponse,
@@ -16,7 +20,10 @@ import {
   type ToolDefinition,
   type ToolResult,
 } from '@mcp-tasks/tools';
-import { add, countdown, deepResearch, demoTools, shareReport } from '../../packages/tools/src/toolsets/demo.js';
+import { add, countdown, deepResearchTool, shareReport } from '../../packages/tools/src/toolsets/demo.js';
+import { SETTINGS } from '../support/toolset-settings.js';
+
+const deepResearch = deepResearchTool(SETTINGS.demo);
 
 type Call =
   | { kind: 'sleep'; ms: number }
@@ -49,7 +56,6 @@ function fakeCtx(over: Partial<ToolContext> = {}): {
     drainSignal: new AbortController().signal,
     draining: false,
     async log() {},
-    settings: { researchPhaseMs: 20_000 },
     ...over,
   };
   return {
@@ -194,18 +200,18 @@ describe('deep_research', () => {
   }
 
   it('researchPhaseMs = 0: still one progress report per phase, ending at 50 then 100', async () => {
-    const one = fakeCtx({ settings: { researchPhaseMs: 0 } });
-    asInputRequired(await deepResearch.run({ topic: 't' }, one.ctx));
+    const instant = deepResearchTool({ researchPhaseMs: 0 });
+    const one = fakeCtx();
+    asInputRequired(await instant.run({ topic: 't' }, one.ctx));
     assert.deepEqual(
       one.progress().map((c) => c.done),
       [50],
     );
     const two = fakeCtx({
       step: 2,
-      settings: { researchPhaseMs: 0 },
       inputResponses: { audience: accept({ audience: 'team' }) },
     });
-    asResult(await deepResearch.run({ topic: 't' }, two.ctx));
+    asResult(await instant.run({ topic: 't' }, two.ctx));
     assert.deepEqual(
       two.progress().map((c) => c.done),
       [100],
@@ -286,7 +292,7 @@ describe('add', () => {
 
 describe('registry', () => {
   it('createRegistry(["demo"]) lists exactly countdown, deep_research, share_report, add with JSON Schema input schemas', () => {
-    const reg = createRegistry(['demo']);
+    const reg = createRegistry(['demo'], SETTINGS);
     assert.equal(reg.size, 4);
     const list = reg.list();
     assert.deepEqual(
@@ -321,14 +327,40 @@ describe('registry', () => {
   });
 
   it('get() finds each demo tool by name and nothing else', () => {
-    const reg = createRegistry(['demo']);
-    for (const t of demoTools) assert.equal(reg.get(t.name), t);
+    const reg = createRegistry(['demo'], SETTINGS);
+    for (const t of [countdown, shareReport, add]) assert.equal(reg.get(t.name), t);
+    assert.equal(reg.get('deep_research')?.name, 'deep_research');
     assert.equal(reg.get('nope'), undefined);
     assert.equal(reg.get('greet'), undefined, 'conformance tools are not enabled by "demo"');
   });
 
+  it('the built-in tool sets take their settings when built, not from the tool context: deep_research phases of demo.researchPhaseMs, side_effect writes only with testing.sideEffectDir', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'toolset-settings-'));
+    try {
+      for (const researchPhaseMs of [3000, 7000]) {
+        const reg = createRegistry(['demo'], { demo: { researchPhaseMs }, testing: {} });
+        const f = fakeCtx();
+        asInputRequired(await reg.get('deep_research')!.run({ topic: 't' }, f.ctx));
+        const slept = f.calls.reduce((n, c) => n + (c.kind === 'sleep' ? c.ms : 0), 0);
+        assert.equal(slept, researchPhaseMs, 'phase 1 lasts demo.researchPhaseMs');
+      }
+      const args = { marker: 'settings-m', delaySeconds: 0 };
+      const without = createRegistry(['testing'], SETTINGS).get('side_effect')!;
+      const refused = (await without.run(args, testContext().ctx)) as ToolResult;
+      assert.equal(refused.isError, true);
+      assert.match(JSON.stringify(refused.content), /TESTING_SIDE_EFFECT_DIR/);
+      assert.ok(!existsSync(join(dir, 'settings-m')));
+      const withDir = createRegistry(['testing'], { ...SETTINGS, testing: { sideEffectDir: dir } }).get('side_effect')!;
+      const written = (await withDir.run(args, testContext().ctx)) as ToolResult;
+      assert.ok(!written.isError, JSON.stringify(written));
+      assert.ok(Number(readFileSync(join(dir, 'settings-m'), 'utf8')) > 0, 'the marker holds its time');
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
   it('every tool set can be enabled together (no name clashes)', () => {
-    const reg = createRegistry(['demo', 'conformance', 'testing']);
+    const reg = createRegistry(['demo', 'conformance', 'testing'], SETTINGS);
     assert.ok(reg.size > 4);
     const names = reg.list().map((t) => t.name);
     assert.equal(new Set(names).size, names.length);

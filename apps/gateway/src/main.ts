@@ -113,9 +113,9 @@ async function loadToolsOrExit(config: Config) {
   try {
     const modules = await loadToolModules(config.toolModules);
     return {
-      registry: createRegistry(config.toolsets, [taskStatusTool], modules),
-      prompts: createPromptRegistry(config.toolsets, modules),
-      resources: createResourceRegistry(config.toolsets, modules),
+      registry: createRegistry(config.toolsets, config, [taskStatusTool], modules),
+      prompts: createPromptRegistry(config.toolsets, config, modules),
+      resources: createResourceRegistry(config.toolsets, config, modules),
     };
   } catch (e) {
     console.error(`gateway: ${(e as Error).message}`);

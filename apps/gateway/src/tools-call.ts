@@ -60,7 +60,6 @@ function inlineContext(
     inputResponses: responses as Record<string, InputResponse>,
     clientCapabilities: call.caps,
     principal: call.principal,
-    settings: { researchPhaseMs: gw.config.demo.researchPhaseMs, ...gw.config.testing },
     sleep: (ms) => abortableSleep(ms, signal),
     progress: async () => undefined,
     // Nothing to resume in the gateway: a checkpoint is dropped, and it never drains a run.

@@ -181,7 +181,7 @@ async function loadRegistryOrExit(config: Config): Promise<ToolRegistry> {
   // Tools before Redis: a module that cannot load, or a name defined twice, stops the process
   // with one line before it touches anything.
   try {
-    return createRegistry(config.toolsets, [], await loadToolModules(config.toolModules));
+    return createRegistry(config.toolsets, config, [], await loadToolModules(config.toolModules));
   } catch (e) {
     console.error(`worker: ${(e as Error).message}`);
     process.exit(1);

@@ -34,7 +34,6 @@ import { DelayedError, type Job } from 'bullmq';
 import type { Logger } from '@mcp-tasks/observability';
 import type { Checkpoints, ResultBudget, TaskStore } from '@mcp-tasks/task-store';
 import type { JobQueues, StepJobData } from '@mcp-tasks/jobs';
-import type { ToolSettings } from '@mcp-tasks/tools';
 import type { ToolRegistry } from '@mcp-tasks/tools/internal';
 import { claimStepRun, type StepRun } from './step-claim.js';
 import { watchStepAbort } from './step-abort.js';
@@ -47,7 +46,6 @@ export interface ProcessorDeps {
   queues: JobQueues;
   registry: ToolRegistry;
   log: Logger;
-  settings: ToolSettings;
   inputTimeoutMs: number;
   /** Progress writes are coalesced to at most one per this interval (ms, P-04); the last always lands. */
   progressMinIntervalMs: number;

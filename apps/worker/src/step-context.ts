@@ -77,7 +77,6 @@ function toolContext(
     state: claim.state,
     clientCapabilities: claim.clientCapabilities,
     principal: claim.owner,
-    settings: deps.settings,
     sleep: (ms) => abortableSleep(ms, signal),
     // Worker steps have no response stream: a tool's log lines go to this service's log only
     // (kit.ts `ToolContext.log`).

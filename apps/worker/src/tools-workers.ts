@@ -94,7 +94,6 @@ function toolJobRunner(d: ToolsWorkersDeps, cancelHere: (jobId: string, reason: 
     queues,
     registry,
     log,
-    settings: { researchPhaseMs: config.demo.researchPhaseMs, ...config.testing },
     inputTimeoutMs: config.task.inputTimeoutMs,
     progressMinIntervalMs: config.sync.progressMinIntervalMs,
     maxResultBytes: config.maxResultBytes,

@@ -6,6 +6,9 @@
  * H-10, H-11, H-15, H-17, T-42.
  */
 
+// The client's own copies of the protocol's names: the terminal client ships apart from the
+// service (not in its image) and depends on no service package. test/unit/wire-constants.test.ts
+// holds them equal to the gateway's and to the MCP SDK's.
 /** The protocol revision this client speaks. */
 export const PROTOCOL_VERSION = '2026-07-28';
 /** The Tasks extension id, declared under `clientCapabilities.extensions`. */

@@ -137,8 +137,6 @@ export interface ToolContext {
    * service's own log only. Never log a secret.
    */
   log(level: LogLevel, data: unknown): Promise<void>;
-  /** Settings from configuration the demo tools use (ms). */
-  settings: ToolSettings;
   /**
    * Stores `value` (JSON, at most CHECKPOINT_MAX_BYTES = 64 KiB by default) as this step's
    * checkpoint, replacing the previous one; the next run of the same step (after a crash, a
@@ -161,12 +159,6 @@ export interface ToolContext {
   drainSignal: AbortSignal;
   /** `drainSignal.aborted`. */
   readonly draining: boolean;
-}
-
-export interface ToolSettings {
-  researchPhaseMs: number;
-  /** `testing` tool set: directory where `side_effect` writes marker files (unset = it refuses). */
-  sideEffectDir?: string;
 }
 
 /** A tool definition. `inputSchema` is a zod object; `run` may be called once per step. */

@@ -11,14 +11,24 @@ import { assertNoClashes, type LoadedToolModule, type ToolSource, type ToolsetMo
 import { PromptRegistry } from './prompts.js';
 import { ResourceRegistry } from './resources.js';
 import { scanXMcpHeaderDeclarations, type XMcpHeaderDeclaration } from './x-mcp-header.js';
-import { demoTools } from './toolsets/demo.js';
+import { demoToolset, type DemoSettings } from './toolsets/demo.js';
 import { conformanceToolset } from './toolsets/conformance.js';
-import { testingTools } from './toolsets/testing.js';
+import { testingToolset, type TestingSettings } from './toolsets/testing.js';
 
-const SETS: Record<Toolset, ToolsetModule> = {
-  demo: { tools: demoTools },
-  conformance: conformanceToolset,
-  testing: { tools: testingTools },
+/**
+ * What the built-in tool sets take from configuration, given when they are built (a tool's
+ * context carries none of it): `demo.researchPhaseMs` (DEMO_RESEARCH_PHASE_MS) and
+ * `testing.sideEffectDir` (TESTING_SIDE_EFFECT_DIR). The service passes its `Config`.
+ */
+export interface ToolsetSettings {
+  demo: DemoSettings;
+  testing: TestingSettings;
+}
+
+const SETS: Record<Toolset, (settings: ToolsetSettings) => ToolsetModule> = {
+  demo: (s) => demoToolset(s.demo),
+  conformance: () => conformanceToolset,
+  testing: (s) => testingToolset(s.testing),
 };
 
 /**
@@ -99,12 +109,13 @@ export class ToolRegistry {
 /** The built-in tool sets and the loaded modules, in order, each with a label for messages. */
 function sources(
   toolsets: readonly Toolset[],
+  settings: ToolsetSettings,
   modules: readonly LoadedToolModule[],
   builtins: readonly ToolDefinition[] = [],
 ): ToolSource[] {
   return [
     ...(builtins.length ? [{ label: 'the service (built-in)', toolset: { tools: builtins } }] : []),
-    ...toolsets.map((s) => ({ label: `tool set "${s}" (MCP_TOOLSETS)`, toolset: SETS[s] })),
+    ...toolsets.map((s) => ({ label: `tool set "${s}" (MCP_TOOLSETS)`, toolset: SETS[s](settings) })),
     ...modules.map((m) => ({ label: `module "${m.spec}" (MCP_TOOL_MODULES)`, toolset: m.toolset })),
   ];
 }
@@ -116,10 +127,11 @@ function sources(
  */
 export function createRegistry(
   toolsets: readonly Toolset[],
+  settings: ToolsetSettings,
   builtins: readonly ToolDefinition[] = [],
   modules: readonly LoadedToolModule[] = [],
 ): ToolRegistry {
-  const all = sources(toolsets, modules, builtins);
+  const all = sources(toolsets, settings, modules, builtins);
   assertNoClashes(all);
   return new ToolRegistry(all.flatMap((s) => s.toolset.tools));
 }
@@ -127,9 +139,10 @@ export function createRegistry(
 /** The prompts of the given tool sets and modules. @throws ToolModuleError on a name defined twice. */
 export function createPromptRegistry(
   toolsets: readonly Toolset[],
+  settings: ToolsetSettings,
   modules: readonly LoadedToolModule[] = [],
 ): PromptRegistry {
-  const all = sources(toolsets, modules);
+  const all = sources(toolsets, settings, modules);
   assertNoClashes(all);
   return new PromptRegistry(all.flatMap((s) => s.toolset.prompts ?? []));
 }
@@ -137,9 +150,10 @@ export function createPromptRegistry(
 /** The resources and resource templates of the given tool sets and modules. @throws ToolModuleError on a URI or name defined twice. */
 export function createResourceRegistry(
   toolsets: readonly Toolset[],
+  settings: ToolsetSettings,
   modules: readonly LoadedToolModule[] = [],
 ): ResourceRegistry {
-  const all = sources(toolsets, modules);
+  const all = sources(toolsets, settings, modules);
   assertNoClashes(all);
   return new ResourceRegistry(
     all.flatMap((s) => s.toolset.resources ?? []),

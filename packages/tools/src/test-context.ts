@@ -63,7 +63,6 @@ export function testContext(
     state: undefined,
     clientCapabilities: { elicitation: { form: {} } },
     principal: 'test',
-    settings: { researchPhaseMs: 0 },
     sleep: (ms) => abortableSleep(o.realSleep ? ms : 0, signal),
     async progress(done, total, message) {
       progress.push({ done, ...(total === undefined ? {} : { total }), ...(message === undefined ? {} : { message }) });

@@ -1,5 +1,7 @@
 /**
  * The `demo` tool set (the seed tools): `countdown`, `deep_research`, `share_report`, `add`.
+ * Its one setting, the length of deep_research's phases, is given when the set is built
+ * (`demoToolset`, from DEMO_RESEARCH_PHASE_MS), not through the tools' context.
  */
 import { z } from 'zod';
 import {
@@ -12,6 +14,7 @@ import {
   ToolCancelled,
   type ToolContext,
 } from '../kit.js';
+import type { ToolsetModule } from '../modules.js';
 
 /**
  * Sleeps `ms` in slices, reporting progress from `from` to `to` (of 100) along the way. The
@@ -64,38 +67,47 @@ const AUDIENCE_SCHEMA = {
   required: ['audience'],
 } as const;
 
-export const deepResearch = defineTool({
-  name: 'deep_research',
-  title: 'Deep research',
-  description:
-    'Researches a topic in two phases (about 20 s each by default). Between them it asks who the report is for (team or company). Declining ends it cancelled. Returns a short report.',
-  inputSchema: z.object({ topic: z.string().min(1).max(500).describe('What to research') }),
-  taskSupport: 'optional',
-  requiresCapabilities: { elicitation: { form: {} } },
-  async run({ topic }, ctx) {
-    const phaseMs = ctx.settings.researchPhaseMs;
-    if (ctx.step === 1) {
-      await phase(ctx, phaseMs, 0, 50, `Collecting sources on ${topic.slice(0, 80)} (phase 1 of 2)`);
-      return inputRequired({
-        inputRequests: { audience: elicitForm(`Who is the report on "${topic.slice(0, 120)}" for?`, AUDIENCE_SCHEMA) },
-        state: { topic },
-        statusMessage: 'Waiting for you to choose the audience',
-      });
-    }
-    const answer = accepted(ctx.inputResponses, 'audience');
-    const audience = answer?.audience;
-    if (audience !== 'team' && audience !== 'company') {
-      throw new ToolCancelled('Research cancelled: no audience was chosen');
-    }
-    await phase(ctx, phaseMs, 50, 100, `Writing the report for the ${audience} (phase 2 of 2)`);
-    const text =
-      `Research report: "${topic}"\n` +
-      `Audience: ${audience === 'team' ? 'your team' : 'the whole company'}\n` +
-      `Summary: three sources agree on the main points of ${topic}; details are tailored for the ${audience}.`;
-    // The report itself is in structuredContent: a model shown only that must read it (D11).
-    return structuredResult({ summary: text, topic, audience });
-  },
-});
+/** What the demo tool set takes from configuration. */
+export interface DemoSettings {
+  /** Length of each of deep_research's two phases (ms; DEMO_RESEARCH_PHASE_MS, default 20,000). */
+  researchPhaseMs: number;
+}
+
+/** `deep_research`, its phases `researchPhaseMs` long each. */
+export const deepResearchTool = ({ researchPhaseMs }: DemoSettings) =>
+  defineTool({
+    name: 'deep_research',
+    title: 'Deep research',
+    description:
+      'Researches a topic in two phases (about 20 s each by default). Between them it asks who the report is for (team or company). Declining ends it cancelled. Returns a short report.',
+    inputSchema: z.object({ topic: z.string().min(1).max(500).describe('What to research') }),
+    taskSupport: 'optional',
+    requiresCapabilities: { elicitation: { form: {} } },
+    async run({ topic }, ctx) {
+      if (ctx.step === 1) {
+        await phase(ctx, researchPhaseMs, 0, 50, `Collecting sources on ${topic.slice(0, 80)} (phase 1 of 2)`);
+        return inputRequired({
+          inputRequests: {
+            audience: elicitForm(`Who is the report on "${topic.slice(0, 120)}" for?`, AUDIENCE_SCHEMA),
+          },
+          state: { topic },
+          statusMessage: 'Waiting for you to choose the audience',
+        });
+      }
+      const answer = accepted(ctx.inputResponses, 'audience');
+      const audience = answer?.audience;
+      if (audience !== 'team' && audience !== 'company') {
+        throw new ToolCancelled('Research cancelled: no audience was chosen');
+      }
+      await phase(ctx, researchPhaseMs, 50, 100, `Writing the report for the ${audience} (phase 2 of 2)`);
+      const text =
+        `Research report: "${topic}"\n` +
+        `Audience: ${audience === 'team' ? 'your team' : 'the whole company'}\n` +
+        `Summary: three sources agree on the main points of ${topic}; details are tailored for the ${audience}.`;
+      // The report itself is in structuredContent: a model shown only that must read it (D11).
+      return structuredResult({ summary: text, topic, audience });
+    },
+  });
 
 export const shareReport = defineTool({
   name: 'share_report',
@@ -144,4 +156,7 @@ export const add = defineTool({
   },
 });
 
-export const demoTools = [countdown, deepResearch, shareReport, add];
+/** The demo tool set, in its listing order. */
+export const demoToolset = (settings: DemoSettings): ToolsetModule => ({
+  tools: [countdown, deepResearchTool(settings), shareReport, add],
+});

@@ -17,7 +17,14 @@ import {
   textResult,
   ToolProtocolError,
 } from '../kit.js';
+import type { ToolsetModule } from '../modules.js';
 import { durableTestingTools } from './testing-durable.js';
+
+/** What the testing tool set takes from configuration. */
+export interface TestingSettings {
+  /** Where `side_effect` and `confirm_once` write their marker files (TESTING_SIDE_EFFECT_DIR; unset = they refuse). */
+  sideEffectDir?: string;
+}
 
 /** `slow_echo(seconds, text?)`: sleeps, then echoes. Cases B-02, B-07, B-16. */
 export const slowEcho = defineTool({
@@ -125,39 +132,40 @@ export const progressSync = defineTool({
  * the benchmark handle → tool running. Every file is written whole before it appears (temp file
  * + rename): a test that sees it can read it.
  */
-export const sideEffect = defineTool({
-  name: 'side_effect',
-  description:
-    'Waits `delaySeconds`, then writes a marker file (testing only): shows whether a cancelled call stopped in time.',
-  inputSchema: z.object({
-    marker: z.string().regex(/^[A-Za-z0-9_-]{1,64}$/),
-    delaySeconds: z.number().min(0).max(3600),
-  }),
-  taskSupport: 'optional',
-  async run({ marker, delaySeconds }, ctx) {
-    const dir = ctx.settings.sideEffectDir;
-    if (!dir) return textResult('side_effect is not configured (TESTING_SIDE_EFFECT_DIR)', { isError: true });
-    const stamp = () => String(performance.timeOrigin + performance.now());
-    const write = async (name: string) => {
-      await writeFile(join(dir, `${name}.tmp`), stamp());
-      await rename(join(dir, `${name}.tmp`), join(dir, name));
-    };
-    await write(`${marker}.started`);
-    ctx.signal.addEventListener(
-      'abort',
-      () => {
-        writeFileSync(join(dir, `${marker}.abort-reason.tmp`), String(ctx.signal.reason));
-        renameSync(join(dir, `${marker}.abort-reason.tmp`), join(dir, `${marker}.abort-reason`));
-        writeFileSync(join(dir, `${marker}.aborted.tmp`), stamp());
-        renameSync(join(dir, `${marker}.aborted.tmp`), join(dir, `${marker}.aborted`));
-      },
-      { once: true },
-    );
-    await ctx.sleep(delaySeconds * 1000);
-    await write(marker);
-    return textResult(`side effect ${marker} written`);
-  },
-});
+export const sideEffectTool = ({ sideEffectDir }: TestingSettings) =>
+  defineTool({
+    name: 'side_effect',
+    description:
+      'Waits `delaySeconds`, then writes a marker file (testing only): shows whether a cancelled call stopped in time.',
+    inputSchema: z.object({
+      marker: z.string().regex(/^[A-Za-z0-9_-]{1,64}$/),
+      delaySeconds: z.number().min(0).max(3600),
+    }),
+    taskSupport: 'optional',
+    async run({ marker, delaySeconds }, ctx) {
+      const dir = sideEffectDir;
+      if (!dir) return textResult('side_effect is not configured (TESTING_SIDE_EFFECT_DIR)', { isError: true });
+      const stamp = () => String(performance.timeOrigin + performance.now());
+      const write = async (name: string) => {
+        await writeFile(join(dir, `${name}.tmp`), stamp());
+        await rename(join(dir, `${name}.tmp`), join(dir, name));
+      };
+      await write(`${marker}.started`);
+      ctx.signal.addEventListener(
+        'abort',
+        () => {
+          writeFileSync(join(dir, `${marker}.abort-reason.tmp`), String(ctx.signal.reason));
+          renameSync(join(dir, `${marker}.abort-reason.tmp`), join(dir, `${marker}.abort-reason`));
+          writeFileSync(join(dir, `${marker}.aborted.tmp`), stamp());
+          renameSync(join(dir, `${marker}.aborted.tmp`), join(dir, `${marker}.aborted`));
+        },
+        { once: true },
+      );
+      await ctx.sleep(delaySeconds * 1000);
+      await write(marker);
+      return textResult(`side effect ${marker} written`);
+    },
+  });
 
 /**
  * `big_result(bytes, kind)`: returns a result whose text is `bytes` long (N-09, MAX_RESULT_BYTES).
@@ -240,33 +248,34 @@ export const crashInline = defineTool({
  * line to `<TESTING_SIDE_EFFECT_DIR>/<marker>.runs`: the guarded step of cases B-17 and N-02,
  * whose replays must never run it twice.
  */
-export const confirmOnce = defineTool({
-  name: 'confirm_once',
-  description: 'Asks for confirmation, then records one run of its guarded step (testing only).',
-  inputSchema: z.object({ marker: z.string().regex(/^[A-Za-z0-9_-]{1,64}$/) }),
-  taskSupport: 'forbidden',
-  runsIn: 'gateway',
-  requiresCapabilities: { elicitation: {} },
-  async run({ marker }, ctx) {
-    if (ctx.step === 1) {
-      return inputRequired({
-        inputRequests: {
-          confirm: elicitForm(`Run the guarded step for ${marker}?`, {
-            type: 'object',
-            properties: { ok: { type: 'boolean' } },
-            required: ['ok'],
-          }),
-        },
-      });
-    }
-    const dir = ctx.settings.sideEffectDir;
-    if (!dir) return textResult('confirm_once is not configured (TESTING_SIDE_EFFECT_DIR)', { isError: true });
-    if (accepted(ctx.inputResponses, 'confirm')?.ok !== true)
-      return structuredResult({ summary: `not run: ${marker}`, marker, ran: false });
-    appendFileSync(join(dir, `${marker}.runs`), `${Date.now()}\n`);
-    return structuredResult({ summary: `ran: ${marker}`, marker, ran: true });
-  },
-});
+export const confirmOnceTool = ({ sideEffectDir }: TestingSettings) =>
+  defineTool({
+    name: 'confirm_once',
+    description: 'Asks for confirmation, then records one run of its guarded step (testing only).',
+    inputSchema: z.object({ marker: z.string().regex(/^[A-Za-z0-9_-]{1,64}$/) }),
+    taskSupport: 'forbidden',
+    runsIn: 'gateway',
+    requiresCapabilities: { elicitation: {} },
+    async run({ marker }, ctx) {
+      if (ctx.step === 1) {
+        return inputRequired({
+          inputRequests: {
+            confirm: elicitForm(`Run the guarded step for ${marker}?`, {
+              type: 'object',
+              properties: { ok: { type: 'boolean' } },
+              required: ['ok'],
+            }),
+          },
+        });
+      }
+      const dir = sideEffectDir;
+      if (!dir) return textResult('confirm_once is not configured (TESTING_SIDE_EFFECT_DIR)', { isError: true });
+      if (accepted(ctx.inputResponses, 'confirm')?.ok !== true)
+        return structuredResult({ summary: `not run: ${marker}`, marker, ran: false });
+      appendFileSync(join(dir, `${marker}.runs`), `${Date.now()}\n`);
+      return structuredResult({ summary: `ran: ${marker}`, marker, ran: true });
+    },
+  });
 
 /**
  * `header_echo(region, count?, dry?, seconds?)`: a worker tool whose `region`, `count` and `dry`
@@ -295,16 +304,19 @@ export const headerEcho = defineTool({
   },
 });
 
-export const testingTools = [
-  slowEcho,
-  askConfirm,
-  progressSync,
-  sideEffect,
-  bigResult,
-  throwError,
-  crashInline,
-  confirmOnce,
-  headerEcho,
-  timeLimited,
-  ...durableTestingTools,
-];
+/** The testing tool set, in its listing order. */
+export const testingToolset = (settings: TestingSettings): ToolsetModule => ({
+  tools: [
+    slowEcho,
+    askConfirm,
+    progressSync,
+    sideEffectTool(settings),
+    bigResult,
+    throwError,
+    crashInline,
+    confirmOnceTool(settings),
+    headerEcho,
+    timeLimited,
+    ...durableTestingTools,
+  ],
+});
