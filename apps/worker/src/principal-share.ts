@@ -116,11 +116,14 @@ export function createShareGate(deps: ShareGateDeps) {
     const owner = subject.owner!;
     if (!entry.admitted) {
       const delayMs = recheckDelayMs(entry.rank, shares.limit);
+      // Back to the queue first, then "Queued" on the task: a task that says it waits holds no
+      // worker's lock (a worker killed between the two would otherwise leave a job that never
+      // ran to BullMQ's stall check, failed outright under WORKER_MAX_STALLED_COUNT=0).
+      await job.moveToDelayed(Date.now() + delayMs, token);
       if (entry.first) {
         await shares.noteWaiting(taskId, step, waitingMessage(shares.limit)).catch(() => false);
         log.info({ taskId, jobId, running: entry.running, place: entry.rank + 1 }, 'step.waiting_share');
       } else log.debug({ taskId, jobId, place: entry.rank + 1, delayMs }, 'step.still_waiting_share');
-      await job.moveToDelayed(Date.now() + delayMs, token);
       throw new DelayedError();
     }
     if (entry.waited) await shares.noteWaiting(taskId, step, STARTED_AFTER_WAIT).catch(() => false);
