@@ -22,7 +22,17 @@ import { sleep } from '../test/support/cluster.js';
 import { callTool, cancelTask, getTask } from '../test/support/mcp.js';
 import { PREFIX, type BenchProcesses } from './processes.js';
 import { round } from './stats.js';
-import { commandstats, delta, idleRate, perUnit, redisCpuS } from './redis-stats.js';
+import {
+  commandUsec,
+  commandstats,
+  delta,
+  idleRate,
+  perUnit,
+  redisCpuS,
+  slowlogProfile,
+  startSlowlog,
+  usecPerUnit,
+} from './redis-stats.js';
 
 const usedMemory = async (r: Redis) => Number(/^used_memory:(\d+)/m.exec(await r.info('memory'))![1]);
 
@@ -43,6 +53,10 @@ export interface RedisCost {
    */
   commandsPerTask: Record<string, number>;
   commandsPerTaskTotal: number;
+  /** Redis µs per task by command (`INFO commandstats` usec; a script's include its commands'). */
+  usecPerTaskByCommand: Record<string, number>;
+  /** With BENCH_SLOWLOG=1: the SLOWLOG profile per task (redis-stats.ts `slowlogProfile`). */
+  slowlogPerTask?: string[];
   /** Redis CPU per task (µs; `INFO cpu` deltas, idle background removed), the same window. */
   redisUsPerTask: number;
   /** The part after the last completion: the reconciler's visits (commands, µs per task). */
@@ -63,16 +77,23 @@ export async function bytesPerTask(
   const r = b.client;
   const sub = new Redis(b.redis.url, { connectionName: 'bench-own' });
   const done = new Set<string>();
+  const waiters = new Map<string, () => void>();
   let onDone = () => undefined as void;
   sub.on('pmessage', (_p: string, channel: string, msg: string) => {
     if (msg === 'completed' || msg === 'failed') {
-      done.add(channel.slice(`${PREFIX}:task:`.length));
+      const id = channel.slice(`${PREFIX}:task:`.length);
+      done.add(id);
+      waiters.get(id)?.();
       onDone();
     }
   });
   await sub.psubscribe(`${PREFIX}:task:*`);
   try {
-    /** Runs `n` tasks, `concurrency` at a time, and waits until every one finished; returns their ids. */
+    /**
+     * Runs `n` tasks, `concurrency` in flight (each lane creates its next task once its last one
+     * finished, as the ceiling's lanes do with their jobs), and waits until every one finished;
+     * returns their ids.
+     */
     const batch = async (): Promise<string[]> => {
       const ids: string[] = [];
       let next = 0;
@@ -83,7 +104,10 @@ export async function bytesPerTask(
             const res = await callTool(b.hot.url!, 'big_result', { bytes: resultBytes }, { token: b.apiKey });
             if (res.body.result?.resultType !== 'task')
               throw new Error(`big_result: no task handle: ${JSON.stringify(res.body).slice(0, 300)}`);
-            ids.push(res.body.result.taskId as string);
+            const id = res.body.result.taskId as string;
+            ids.push(id);
+            if (!done.has(id)) await new Promise<void>((resolve) => waiters.set(id, resolve));
+            waiters.delete(id);
           }
         }),
       );
@@ -117,7 +141,9 @@ export async function bytesPerTask(
     // Background rate (reconciler passes over an empty index, BullMQ housekeeping, health pings).
     const idle = await idleRate(r);
     const mem0 = await usedMemory(r);
+    if (process.env.BENCH_SLOWLOG) await startSlowlog(r);
     const cs0 = await commandstats(r);
+    const us0 = await commandUsec(r);
     const cpu0 = await redisCpuS(r);
     const t0 = Date.now();
     const ids = await batch();
@@ -128,7 +154,9 @@ export async function bytesPerTask(
     await reconciled(ids);
     const cpu2 = await redisCpuS(r);
     const cs2 = await commandstats(r);
+    const us2 = await commandUsec(r);
     const t2 = Date.now();
+    const scripts = process.env.BENCH_SLOWLOG ? await slowlogProfile(r, n) : undefined;
     const mem1 = await usedMemory(r);
     const run = perUnit(delta(cs0, cs1), cpu1 - cpu0, (t1 - t0) / 1000, idle, n);
     const rec = perUnit(delta(cs1, cs2), cpu2 - cpu1, (t2 - t1) / 1000, idle, n);
@@ -173,6 +201,8 @@ export async function bytesPerTask(
       encodings,
       commandsPerTask: all.byCommand,
       commandsPerTaskTotal: all.total,
+      usecPerTaskByCommand: usecPerUnit(us0, us2, n),
+      ...(scripts ? { slowlogPerTask: scripts } : {}),
       redisUsPerTask: all.us,
       reconciler: { commandsPerTask: rec.total, redisUsPerTask: rec.us },
       untilCompleted: { commandsPerTask: run.total, redisUsPerTask: run.us },

@@ -14,6 +14,24 @@ export async function commandstats(r: Redis): Promise<Record<string, number>> {
   return out;
 }
 
+/**
+ * Microseconds Redis spent per command so far (`INFO commandstats` usec). A script call's usec
+ * includes the commands it ran, which are also counted under their own names.
+ */
+export async function commandUsec(r: Redis): Promise<Record<string, number>> {
+  const out: Record<string, number> = {};
+  for (const m of (await r.info('commandstats')).matchAll(/^cmdstat_([^:]+):calls=\d+,usec=(\d+)/gm))
+    out[m[1]!] = Number(m[2]);
+  return out;
+}
+
+/** Usec per unit by command over a window (`before`/`after` from `commandUsec`), the largest first. */
+export function usecPerUnit(before: Record<string, number>, after: Record<string, number>, n: number) {
+  const out: [string, number][] = [];
+  for (const [k, v] of Object.entries(delta(before, after))) if (v / n >= 0.5) out.push([k, round(v / n, 1)]);
+  return Object.fromEntries(out.sort((a, b) => b[1] - a[1]));
+}
+
 /** `after - before` per command, without the benchmark's own INFO / MEMORY / MONITOR / ZMSCORE calls. */
 export function delta(before: Record<string, number>, after: Record<string, number>): Record<string, number> {
   const out: Record<string, number> = {};
@@ -67,4 +85,40 @@ export function perUnit(
     total: round(total, 1),
     us: Math.round((Math.max(0, cpuS - idle.cpuPerS * elapsedS) / n) * 1e6),
   };
+}
+
+/** Starts logging every command's duration (`BENCH_SLOWLOG=1`): SLOWLOG with a 0 µs threshold, emptied. */
+export async function startSlowlog(r: Redis): Promise<void> {
+  await r.call('CONFIG', 'SET', 'slowlog-log-slower-than', '0', 'slowlog-max-len', '1000000');
+  await r.call('SLOWLOG', 'RESET');
+}
+
+/**
+ * What the SLOWLOG since `startSlowlog` holds, per unit (`n` tasks or jobs), by command and, for a
+ * script call, by its SHA's first 8 characters with a sample of its keys (to name it): µs and
+ * calls per unit and µs per call, the most expensive first. A script's µs include the commands it
+ * ran, which are also listed under their own names. Resets the threshold to Redis's default.
+ */
+export async function slowlogProfile(r: Redis, n: number): Promise<string[]> {
+  const log = (await r.call('SLOWLOG', 'GET', '-1')) as [number, number, number, string[]][];
+  await r.call('CONFIG', 'SET', 'slowlog-log-slower-than', '10000');
+  const by = new Map<string, { calls: number; us: number; sample: string }>();
+  for (const [, , us, args] of log) {
+    const cmd = args[0]!.toLowerCase();
+    const name = cmd.startsWith('eval') ? `${cmd} ${args[1]!.slice(0, 8)}` : cmd;
+    const e = by.get(name) ?? {
+      calls: 0,
+      us: 0,
+      sample: cmd.startsWith('eval') ? args.slice(3, 5).join(' ').slice(0, 120) : '',
+    };
+    e.calls++;
+    e.us += us;
+    by.set(name, e);
+  }
+  return [...by]
+    .filter(([, e]) => e.us / n >= 0.5)
+    .sort((a, b) => b[1].us - a[1].us)
+    .map(([k, e]) =>
+      `${round(e.us / n, 1)} µs/unit, ${round(e.calls / n, 2)} calls/unit, ${round(e.us / e.calls, 1)} µs/call: ${k} ${e.sample}`.trim(),
+    );
 }
