@@ -101,9 +101,11 @@ export async function serveThrough(
     return;
   }
   const stop = o.end ? AbortSignal.any([abort.signal, o.end]) : abort.signal;
+  let onStop = () => undefined as void;
   const stopped = new Promise<'stop'>((resolve) => {
+    onStop = () => resolve('stop');
     if (stop.aborted) resolve('stop');
-    stop.addEventListener('abort', () => resolve('stop'), { once: true });
+    else stop.addEventListener('abort', onStop, { once: true });
   });
   const reader = response.body.getReader();
   try {
@@ -114,6 +116,12 @@ export async function serveThrough(
     }
   } catch {
     // The stream ended early (client gone, shutdown): nothing more to write.
+  } finally {
+    // Node keeps a composite signal (AbortSignal.any) that has an 'abort' listener alive until
+    // it aborts, and with it everything the listener reaches: this exchange's request and
+    // response. Left in place, every answer that did not abort stayed in memory (about 8 KB per
+    // tools/list; case N-13).
+    stop.removeEventListener('abort', onStop);
   }
   // Stopped before the SDK finished (client gone, or ended here): the SDK's exchange is torn down.
   reader.cancel().catch(() => undefined);
