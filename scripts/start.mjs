@@ -16,11 +16,10 @@
  * `--help` and `--version` answer without starting anything.
  */
 import { spawn } from 'node:child_process';
-import { readFileSync } from 'node:fs';
 import { isAbsolute, join, relative } from 'node:path';
-import { parseArgs } from 'node:util';
 import { pino } from 'pino';
 import { findOnPath, INSTALL, probeRedis, startRedisServer } from './local-redis.mjs';
+import { entryArgs } from './entry-args.mjs';
 
 import { appEntry, build, ROOT } from './build.mjs';
 
@@ -50,27 +49,7 @@ Options:
   -h, --help         print this help and exit
   -v, --version      print the version and exit`;
 
-try {
-  const { values } = parseArgs({
-    options: { help: { type: 'boolean', short: 'h' }, version: { type: 'boolean', short: 'v' } },
-    strict: true,
-  });
-  if (values.help) {
-    process.stdout.write(`${HELP}\n`);
-    process.exit(0);
-  }
-  if (values.version) {
-    process.stdout.write(
-      `mcp-task-service start ${JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')).version}\n`,
-    );
-    process.exit(0);
-  }
-} catch (e) {
-  process.stderr.write(
-    `start: ${e.message.split('\n')[0]} (the configuration comes from the environment; try --help)\n`,
-  );
-  process.exit(2);
-}
+entryArgs({ name: 'start', usage: HELP, hint: 'the configuration comes from the environment; try --help' });
 
 try {
   build();
