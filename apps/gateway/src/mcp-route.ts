@@ -56,6 +56,7 @@ import { createTaskListen, type TaskListen } from './listen.js';
 import { serveHot, servesHot } from './hot-path.js';
 import { canCreateInOneScript, takeCreationSlot } from './creation-slot.js';
 import { requestGuards } from './request-guards.js';
+import { registerMethodNotAllowed } from './method-not-allowed.js';
 import { createServerFactory } from './server-factory.js';
 import { serveThrough } from './sse.js';
 import { requestSpan } from './tracing.js';
@@ -146,6 +147,7 @@ export function createMcpRoute(gw: Gateway, redisHealth: RedisHealth, limits: Li
         },
         handler: (req: FastifyRequest, reply) => serveMcp(r, req, reply),
       });
+      registerMethodNotAllowed(app, '/mcp');
     },
     close: async () => {
       await Promise.allSettled([r.json.close(), r.stream.close()]);
