@@ -64,7 +64,7 @@ export const ECHO_MAX_CHARS = 64;
  */
 export function echoValue(value: string, fromHeader = false): string {
   let v = value;
-  if (fromHeader && /[\x80-\xff]/.test(v) && !/[^\x00-\xff]/.test(v)) {
+  if (fromHeader && /[\x80-\xff]/.test(v) && !/[\u0100-\uffff]/.test(v)) {
     try {
       v = new TextDecoder('utf-8', { fatal: true }).decode(Buffer.from(v, 'latin1'));
     } catch {
