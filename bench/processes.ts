@@ -24,6 +24,7 @@ import { freePort, startProcess, startRedis, type Proc, type ThrowawayRedis } fr
 import { callTool } from '../test/support/mcp.js';
 import { ROOT } from '../scripts/build.mjs';
 import type { LoadResult, LoadSpec } from './load.js';
+import { own } from './children.js';
 
 /** Key prefix of the measured service on the throwaway Redis. */
 export const PREFIX = 'bench';
@@ -72,6 +73,7 @@ async function forkChild(file: string, env: Record<string, string>): Promise<{ c
     env: { ...process.env, ...env },
     stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
   });
+  own(proc);
   const first = await new Promise<any>((resolve, reject) => {
     proc.once('message', resolve);
     proc.once('exit', (code) => reject(new Error(`bench/${file} exited (${code}) before it was ready`)));
@@ -99,6 +101,7 @@ async function settled<T extends readonly unknown[]>(ps: { [K in keyof T]: Promi
 /** Starts every process of the run; on any failure stops what did start and throws. */
 export async function startBench(): Promise<BenchProcesses> {
   const redis = await startRedis();
+  own(redis.proc);
   const client = new Redis(redis.url, { maxRetriesPerRequest: 1, connectionName: 'bench-own' });
   const apiKey = `bench-${randomBytes(16).toString('hex')}`;
   const sideEffectDir = mkdtempSync(join(tmpdir(), 'mcp-bench-'));
@@ -130,7 +133,7 @@ export async function startBench(): Promise<BenchProcesses> {
     rmSync(sideEffectDir, { recursive: true, force: true });
   };
   try {
-    const keep = { keepLogs: 200 };
+    const keep = { keepLogs: 200, onSpawn: own };
     const track = <T extends { stop(): Promise<unknown> }>(p: Promise<T>) => p.then((x) => (started.push(x), x));
     const [hot, sdk, loader] = await settled([
       track(

@@ -11,6 +11,7 @@ import { startProcess, waitFor, type Proc } from '../test/support/cluster.js';
 import { callTool, cancelTask } from '../test/support/mcp.js';
 import { PREFIX, type BenchProcesses } from './processes.js';
 import { percentiles, wallMs, type Percentiles } from './stats.js';
+import { own } from './children.js';
 
 export interface RecoveryFigure {
   sigkill: Percentiles;
@@ -21,7 +22,7 @@ const startedOn = (w: Proc, taskId: string) => w.logs.find((l) => l.msg === 'ste
 
 /** `samples` of each signal (see the module doc). */
 export async function recovery(b: BenchProcesses, samples: number): Promise<RecoveryFigure> {
-  const keep = { keepLogs: 400 };
+  const keep = { keepLogs: 400, onSpawn: own };
   let workers: Proc[] = await Promise.all([startProcess('worker', b.env, keep), startProcess('worker', b.env, keep)]);
   const out = { SIGKILL: [] as number[], SIGTERM: [] as number[] };
   try {

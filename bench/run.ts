@@ -10,11 +10,14 @@
  * 10,000 tasks are polled, case N-13; last, with two workers of their own, the recovery figures
  * (a worker SIGKILLed or SIGTERMed under a running step, bench/recovery.ts).
  *
+ * `--help` and `--version` answer without starting anything; every child dies with the
+ * benchmark, however it ends (bench/children.ts).
+ *
  * Options (environment):
  *   BENCH_OUT      where the JSON goes (default bench/results/latest.json; also `--out <path>`)
  *   BENCH_ROUNDS   rounds per throughput figure (default 3; the median is reported)
  *   BENCH_ROUND_S  seconds per round (default 5)
- *   BENCH_ONLY     comma list of groups to run: dispatch,cancel,progress,result,redis,get,create,memory,n13,recovery
+ *   BENCH_ONLY     comma list of groups to run: dispatch,cancel,discover,progress,result,redis,get,create,memory,n13,recovery
  *   BENCH_RECOVERY_SAMPLES  kills and drains each for the recovery figures (default 10)
  *   BENCH_SDK_PATH 0 = the tasks/get figure leaves out the SDK path (HOT_PATH=false) target: with
  *                  BENCH_ONLY=get,create a run is the two target figures and their ceilings (~1 min)
@@ -24,6 +27,8 @@
  */
 import { mkdirSync, readdirSync, writeFileSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
+import { parseArgs } from 'node:util';
+import { SERVICE_NAME, serviceVersion } from '@mcp-tasks/config';
 import { ROOT } from '../scripts/build.mjs';
 import { callTool, rpc } from '../test/support/mcp.js';
 import { startBench, PREFIX, type BenchProcesses } from './processes.js';
@@ -44,11 +49,55 @@ import { machine, ratio, table, type Row } from './report.js';
 import { formatSummary, profileSummary } from './cpu-profile.js';
 import { percentiles, type Percentiles } from './stats.js';
 import { recovery, type RecoveryFigure } from './recovery.js';
+import { killChildrenOnExit } from './children.js';
 
-const argOut = process.argv.indexOf('--out');
-const outPath = resolve(
-  argOut > 0 ? process.argv[argOut + 1]! : (process.env.BENCH_OUT ?? join(ROOT, 'bench', 'results', 'latest.json')),
-);
+const HELP = `Usage: npm run bench [-- --out PATH | --help | --version]
+
+Starts a throwaway redis-server, two gateways, a worker and the helper processes (all stopped
+at its end, or when it is interrupted), measures every figure beside its ceiling, prints a
+table and writes it as JSON (docs/performance.md). Takes minutes; BENCH_ONLY runs a part.
+
+Environment:
+  BENCH_OUT      where the JSON goes (bench/results/latest.json); --out wins
+  BENCH_ROUNDS   rounds per throughput figure (3; the median is reported)
+  BENCH_ROUND_S  seconds per round (5)
+  BENCH_ONLY     comma list of groups: dispatch,cancel,discover,progress,result,redis,get,
+                 create,memory,n13,recovery (all)
+  BENCH_RECOVERY_SAMPLES  kills and drains each for the recovery figures (10)
+  BENCH_SDK_PATH 0 = leave the SDK path (HOT_PATH=false) out of the tasks/get figure
+  BENCH_CPU_PROF 1 = profile the hot gateway and print its top functions
+
+Options:
+  --out PATH         where the JSON goes
+  -h, --help         print this help and exit
+  -v, --version      print the version and exit`;
+
+let args: { out?: string | undefined; help?: boolean | undefined; version?: boolean | undefined };
+try {
+  ({ values: args } = parseArgs({
+    options: {
+      out: { type: 'string' },
+      help: { type: 'boolean', short: 'h' },
+      version: { type: 'boolean', short: 'v' },
+    },
+    strict: true,
+    allowPositionals: false,
+  }));
+} catch (e) {
+  process.stderr.write(`bench: ${(e as Error).message.split('\n')[0]} (try --help)\n`);
+  process.exit(2);
+}
+if (args.help) {
+  process.stdout.write(`${HELP}\n`);
+  process.exit(0);
+}
+if (args.version) {
+  process.stdout.write(`${SERVICE_NAME} bench ${serviceVersion()}\n`);
+  process.exit(0);
+}
+killChildrenOnExit();
+
+const outPath = resolve(args.out ?? process.env.BENCH_OUT ?? join(ROOT, 'bench', 'results', 'latest.json'));
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
 const ROUND_S = Number(process.env.BENCH_ROUND_S ?? 5);
 const RECOVERY_SAMPLES = Number(process.env.BENCH_RECOVERY_SAMPLES ?? 10);

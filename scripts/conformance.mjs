@@ -27,6 +27,7 @@ import path from 'node:path';
 import process from 'node:process';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { parseArgs } from 'node:util';
+import { repoVersion } from './entry-args.mjs';
 
 const REPO_ROOT = fileURLToPath(new URL('..', import.meta.url));
 export const TOOLS_DIR = path.join(REPO_ROOT, 'tools', 'conformance');
@@ -576,6 +577,8 @@ const USAGE = `usage: node scripts/conformance.mjs --url URL [--requirements ${R
                       (default ${DEFAULT_SPEC_VERSION}; "suite" = the suite's own default, 2025-11-25 for
                       2025-era scenarios). Never passed to tasks-* (the suite would skip them).
   --verbose           stream the suite's own output
+  -h, --help          print this help and exit
+  -v, --version       print the version and exit
 
 Exit 1 if any check FAILED, a scenario produced no checks.json, or the suite exited non-zero.`;
 
@@ -594,6 +597,7 @@ async function main(argv) {
         'spec-version': { type: 'string' },
         verbose: { type: 'boolean', default: false },
         help: { type: 'boolean', short: 'h', default: false },
+        version: { type: 'boolean', short: 'v', default: false },
       },
       strict: true,
       allowPositionals: false,
@@ -604,6 +608,10 @@ async function main(argv) {
   }
   if (values.help) {
     console.log(USAGE);
+    return 0;
+  }
+  if (values.version) {
+    console.log(`mcp-task-service conformance ${repoVersion()}`);
     return 0;
   }
   if (!values.url) {

@@ -24,6 +24,7 @@ import path from 'node:path';
 import process from 'node:process';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { ensureInstalled as ensureNode22, lockProblem, nodeBinaryPath } from './conformance.mjs';
+import { entryArgs } from './entry-args.mjs';
 
 const REPO_ROOT = fileURLToPath(new URL('..', import.meta.url));
 export const INSPECTOR_DIR = path.join(REPO_ROOT, 'tools', 'inspector');
@@ -124,7 +125,22 @@ export async function runInspector(args, { timeoutMs = 60_000, install = true } 
   }
 }
 
+const HELP = `Usage: node scripts/inspector.mjs <url> --transport http --method tools/list [inspector options]
+       node scripts/inspector.mjs --help | --version
+
+Runs the MCP Inspector CLI (pinned in tools/inspector) non-interactively on the Node 22 of
+tools/conformance, installing both first when missing; every argument goes to
+\`mcp-inspector --cli\` unchanged (e.g. --header "Authorization: Bearer $KEY",
+--protocol-era modern, --format json). Exit code: the Inspector's.
+
+Options (alone; with a URL they are the Inspector's):
+  -h, --help         print this help and exit
+  -v, --version      print the version and exit`;
+
 if (process.argv[1] && import.meta.url === pathToFileURL(process.argv[1]).href) {
+  // Alone, --help and --version are this script's (answered before anything is installed).
+  if (process.argv.length === 3 && /^(-h|--help|-v|--version)$/.test(process.argv[2]))
+    entryArgs({ name: 'inspector', usage: HELP });
   runInspector(process.argv.slice(2)).then(
     (r) => {
       process.stdout.write(r.stdout);

@@ -18,6 +18,7 @@ import { spawnSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { entryArgs } from './entry-args.mjs';
 
 export const ROOT = join(fileURLToPath(new URL('.', import.meta.url)), '..');
 export const VENV = join(ROOT, 'tools', 'python', '.venv');
@@ -88,4 +89,18 @@ function main() {
   console.log(`python-clients: installed mcp ${PINNED.mcp} and fastmcp ${PINNED.fastmcp} into tools/python/.venv`);
 }
 
-if (process.argv[1] && fileURLToPath(import.meta.url) === process.argv[1]) main();
+const HELP = `Usage: node scripts/python-clients.mjs [--help | --version]
+
+Installs the Python MCP clients test/e2e/python-clients.test.ts runs (mcp ${PINNED.mcp}, fastmcp
+${PINNED.fastmcp}, pinned in tools/python/requirements.txt) into tools/python/.venv; does
+nothing when the venv has them. Packages come from PYTHON_CLIENTS_INDEX_URL when set, else the
+local wheel mirror, else pip's own configuration. Needs python3 3.10+ with venv.
+
+Options:
+  -h, --help         print this help and exit
+  -v, --version      print the version and exit`;
+
+if (process.argv[1] && fileURLToPath(import.meta.url) === process.argv[1]) {
+  entryArgs({ name: 'python-clients', usage: HELP });
+  main();
+}

@@ -10,6 +10,7 @@
  *   npm run stack -- --port 8080 --gateways 3 --workers 4
  *   npm run stack -- --source             run the TypeScript sources (tsx) even if dist/ exists
  *   npm run stack -- --dist               run the compiled JS (`npm run build` first)
+ *   npm run stack -- --help | --version   answer and start nothing
  *
  * Without --source / --dist it runs the compiled JS (apps/*\/dist, as the image does) when
  * every workspace is built and no source file is newer than its build, else the sources.
@@ -32,9 +33,9 @@ import { existsSync, mkdtempSync, readdirSync, rmSync, statSync } from 'node:fs'
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { parseArgs } from 'node:util';
 import { writeLocalNginxConf } from '../deploy/nginx/render.mjs';
 import { findNginx } from './local-redis.mjs';
+import { entryArgs } from './entry-args.mjs';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..');
 const WORKSPACES = [
@@ -46,7 +47,27 @@ const CRASH_WINDOW_MS = 10_000;
 /** Gateways and workers drain within about 20 s with the default settings (docs/deploying.md, "Drain and termination"). */
 const STOP_TIMEOUT_MS = 30_000;
 
-const { values: opts } = parseArgs({
+const HELP = `Usage: npm run stack [-- --port 3000 --host 127.0.0.1 --gateways 2 --workers 2 --source | --dist]
+
+The docker-compose.yml topology without Docker: N gateways and M workers from this checkout and
+a local nginx in front of them (deploy/nginx/mcp.conf.template), on the Redis of REDIS_URL
+(redis://127.0.0.1:6379). Prints the MCP URL; Ctrl-C or SIGTERM drains and stops everything.
+Every child gets this environment (REDIS_URL, REDIS_KEY_PREFIX, AUTH_*, …; .env.example lists
+them). The nginx binary: $NGINX_BIN, /usr/sbin/nginx or nginx on PATH.
+
+Options:
+  --port PORT        where nginx listens (3000)
+  --host HOST        nginx's address (127.0.0.1)
+  --gateways N       gateways behind nginx (2)
+  --workers M        workers (2)
+  --source           run the TypeScript sources (tsx) even if dist/ exists
+  --dist             run the compiled JavaScript (npm run build first)
+  -h, --help         print this help and exit
+  -v, --version      print the version and exit`;
+
+const { values: opts } = entryArgs({
+  name: 'stack',
+  usage: HELP,
   options: {
     port: { type: 'string', default: '3000' },
     host: { type: 'string', default: '127.0.0.1' },
@@ -54,15 +75,8 @@ const { values: opts } = parseArgs({
     workers: { type: 'string', default: '2' },
     source: { type: 'boolean', default: false },
     dist: { type: 'boolean', default: false },
-    help: { type: 'boolean', short: 'h', default: false },
   },
 });
-if (opts.help) {
-  console.log(
-    'usage: npm run stack -- [--port 3000] [--host 127.0.0.1] [--gateways 2] [--workers 2] [--source | --dist]',
-  );
-  process.exit(0);
-}
 const int = (name, min) => {
   const n = Number(opts[name]);
   if (!Number.isInteger(n) || n < min) {

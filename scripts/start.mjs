@@ -4,7 +4,8 @@
  * Compiles first (`tsc -b`, incremental; skipped in a production-only install), then runs the
  * compiled `apps/<app>/dist/main.js`, as the Docker image does (issue 8 §4).
  * Both children get this process's environment; Ctrl-C / SIGTERM stops both gracefully.
- * If either exits, the other is stopped and `npm start` exits with its code.
+ * If either exits by itself, one line (`start.child_exited`) names it and its exit code or
+ * signal, the other is stopped and `npm start` exits with its code.
  *
  * Redis (issue 11 §6: `npm ci && npm start` on a fresh machine):
  *  - REDIS_URL set: that Redis, nothing else is looked at;
@@ -16,11 +17,10 @@
  * `--help` and `--version` answer without starting anything.
  */
 import { spawn } from 'node:child_process';
-import { readFileSync } from 'node:fs';
 import { isAbsolute, join, relative } from 'node:path';
-import { parseArgs } from 'node:util';
 import { pino } from 'pino';
 import { findOnPath, INSTALL, probeRedis, startRedisServer } from './local-redis.mjs';
+import { entryArgs } from './entry-args.mjs';
 
 import { appEntry, build, ROOT } from './build.mjs';
 
@@ -50,27 +50,7 @@ Options:
   -h, --help         print this help and exit
   -v, --version      print the version and exit`;
 
-try {
-  const { values } = parseArgs({
-    options: { help: { type: 'boolean', short: 'h' }, version: { type: 'boolean', short: 'v' } },
-    strict: true,
-  });
-  if (values.help) {
-    process.stdout.write(`${HELP}\n`);
-    process.exit(0);
-  }
-  if (values.version) {
-    process.stdout.write(
-      `mcp-task-service start ${JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')).version}\n`,
-    );
-    process.exit(0);
-  }
-} catch (e) {
-  process.stderr.write(
-    `start: ${e.message.split('\n')[0]} (the configuration comes from the environment; try --help)\n`,
-  );
-  process.exit(2);
-}
+entryArgs({ name: 'start', usage: HELP, hint: 'the configuration comes from the environment; try --help' });
 
 try {
   build();
@@ -159,27 +139,33 @@ const run = (app) =>
     env: process.env,
   });
 
-const children = [run('gateway'), run('worker')];
+const NAMES = ['gateway', 'worker'];
+const children = NAMES.map(run);
 let exiting = false;
 let exitCode = 0;
 const allExited = () => children.every((x) => x.exitCode !== null || x.signalCode !== null);
 const stopAll = (sig) => {
   for (const c of children) if (c.exitCode === null) c.kill(sig);
 };
-for (const c of children) {
-  c.on('exit', (code) => {
+children.forEach((c, i) => {
+  c.on('exit', (code, signal) => {
     if (exiting) {
       if (allExited()) void finish(exitCode);
       return;
     }
-    // One child ended by itself: stop the other, then exit with this one's code.
+    // One child ended by itself: say which and how, stop the other, then exit with its code.
+    const other = NAMES[1 - i];
+    log.error(
+      { child: NAMES[i], pid: c.pid, code, signal },
+      `start.child_exited: the ${NAMES[i]} exited (${signal ? `signal ${signal}` : `code ${code}`}) by itself, so npm start stops the ${other} and exits`,
+    );
     exiting = true;
     exitCode = code ?? 1;
     stopAll('SIGTERM');
     setTimeout(() => void finish(exitCode), 15_000).unref();
     if (allExited()) void finish(exitCode);
   });
-}
+});
 for (const sig of ['SIGINT', 'SIGTERM']) {
   process.on(sig, () => {
     exiting = true;

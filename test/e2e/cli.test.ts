@@ -278,7 +278,7 @@ describe('mcp-tasks, the terminal client (issue 11 §2)', () => {
     assert.equal(cancel.stdout.trim(), `Task ${taskId} cancelled.`);
     assert.equal((await getTask(c.urls[1]!, taskId, { token: TOKEN })).body.result?.status, 'cancelled');
     const get = await runCli(['get', taskId, '--json'], env);
-    assert.equal(get.code, 0, get.stderr);
+    assert.equal(get.code, 3, `get of a cancelled task exits 3 (cancelled): ${get.stderr}`);
     assert.equal(JSON.parse(get.stdout).status, 'cancelled');
     const unknown = await runCli(['cancel', '00000000-0000-4000-8000-000000000000'], env);
     assert.equal(unknown.code, 1);
@@ -394,5 +394,23 @@ describe('mcp-tasks, the terminal client (issue 11 §2)', () => {
     const unknown = await runCli(['get', 'no-such-task'], env);
     assert.equal(unknown.code, 1);
     assert.match(unknown.stderr, /^mcp-tasks: .*\(-32602\)$/m);
+    // A failed task, and one completed with a tool error: exit 1, as the help's exit codes say
+    // (a script can test `get`).
+    for (const [tool, status] of [
+      ['protocol_error_job', 'failed'],
+      ['failing_job', 'completed'],
+    ] as const) {
+      const made = await callTool(c.urls[0]!, tool, {}, { token: TOKEN });
+      const id = String(made.body.result?.taskId);
+      await waitFor(
+        async () => (await getTask(c.urls[1]!, id, { token: TOKEN })).body.result?.status === status,
+        15_000,
+        100,
+        `${tool} ${status}`,
+      );
+      const shown = await runCli(['get', id], env);
+      assert.equal(shown.code, 1, `get of ${tool} (${status}) exits 1: ${shown.stderr}`);
+      assert.match(shown.stdout, new RegExp(`^${id}  ${status}$`, 'm'));
+    }
   });
 });

@@ -4,6 +4,10 @@
  *  - `--help` and `--version` on the gateway, the worker and `npm start` answer at once and start
  *    nothing: no connection reaches the Redis of REDIS_URL (a listening socket that counts
  *    them), no port is taken; an unknown option is one line and exit 2;
+ *  - the same for every other entry point a person is told to run (`npm run stack`,
+ *    `npm run bench`, `mcp-tasks`, scripts/conformance.mjs, scripts/python-clients.mjs,
+ *    scripts/inspector.mjs): no connection to Redis or to the MCP URL, no port taken, and no
+ *    `redis-server`, `nginx`, `npm` or `python3` run (stand-ins first on PATH record a start);
  *  - the start-up lines (`gateway.ready`, `worker.ready`) name the Redis with its password
  *    redacted, the key prefix, the tool sets, the modules and the authentication modes; the
  *    password appears in no line; the worker's tool advert expires.
@@ -11,8 +15,10 @@
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
+import { chmodSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:net';
-import { join } from 'node:path';
+import { tmpdir } from 'node:os';
+import { delimiter, join } from 'node:path';
 import { freePort, ROOT, startCluster, startRedis, type Cluster, type ThrowawayRedis } from '../support/cluster.js';
 import { rpc } from '../support/mcp.js';
 
@@ -98,6 +104,96 @@ describe('--help and --version start nothing', () => {
     });
     assert.equal(r.code, 0, r.stderr);
   });
+});
+
+/** The other entry points: node arguments, and the version line they print (undefined: their own). */
+const OTHERS = {
+  stack: { args: [join(ROOT, 'scripts', 'stack.mjs')], usage: /^Usage: npm run stack/ },
+  bench: { args: ['--import', 'tsx', join(ROOT, 'bench', 'run.ts')], usage: /^Usage: npm run bench/ },
+  'mcp-tasks': { args: [join(ROOT, 'apps', 'cli', 'bin', 'mcp-tasks.js')], usage: /^Usage: mcp-tasks/ },
+  conformance: { args: [join(ROOT, 'scripts', 'conformance.mjs')], usage: /^usage: node scripts\/conformance\.mjs/ },
+  'python-clients': {
+    args: [join(ROOT, 'scripts', 'python-clients.mjs')],
+    usage: /^Usage: node scripts\/python-clients\.mjs/,
+  },
+  inspector: { args: [join(ROOT, 'scripts', 'inspector.mjs')], usage: /^Usage: node scripts\/inspector\.mjs/ },
+} as const;
+
+describe('every other entry point: --help and --version start nothing', () => {
+  let listener: Server;
+  let listenPort: number;
+  let connections = 0;
+  let fakeBin: string;
+  const STAND_INS = ['redis-server', 'nginx', 'npm', 'python3'];
+  before(async () => {
+    listener = createServer((s) => {
+      connections++;
+      s.destroy();
+    });
+    await new Promise<void>((r) => listener.listen(0, '127.0.0.1', r));
+    listenPort = (listener.address() as { port: number }).port;
+    // Stand-ins for what these entry points start: each records that it ran, then fails.
+    fakeBin = mkdtempSync(join(tmpdir(), 'mcp-entry-bin-'));
+    for (const name of STAND_INS) {
+      const file = join(fakeBin, name);
+      writeFileSync(file, `#!/bin/sh\ntouch "${fakeBin}/started-${name}"\nexit 1\n`);
+      chmodSync(file, 0o755);
+    }
+  });
+  after(() => {
+    listener.close();
+    rmSync(fakeBin, { recursive: true, force: true });
+  });
+
+  for (const [name, entry] of Object.entries(OTHERS)) {
+    it(`${name}: --help and -h print the usage, --version the version; exit 0; nothing started`, async () => {
+      const port = await freePort();
+      const env: NodeJS.ProcessEnv = {
+        ...process.env,
+        PATH: `${fakeBin}${delimiter}${process.env.PATH ?? ''}`,
+        NGINX_BIN: join(fakeBin, 'nginx'),
+        REDIS_URL: `redis://127.0.0.1:${listenPort}`,
+        MCP_TASKS_URL: `http://127.0.0.1:${listenPort}/mcp`,
+        PORT: String(port),
+      };
+      const run = (flags: string[]) => {
+        const r = spawnSync(process.execPath, [...entry.args, ...flags], {
+          cwd: ROOT,
+          env,
+          encoding: 'utf8',
+          timeout: 30_000,
+        });
+        return { code: r.status, stdout: r.stdout, stderr: r.stderr };
+      };
+      for (const flag of ['--help', '-h']) {
+        const r = run([flag]);
+        assert.equal(r.code, 0, `${name} ${flag}: ${r.stderr}`);
+        assert.match(r.stdout, entry.usage);
+        assert.match(r.stdout, /--version/, `${name} --help names --version`);
+      }
+      const v = run(['--version']);
+      assert.equal(v.code, 0, v.stderr);
+      assert.equal(v.stdout, name === 'mcp-tasks' ? '0.1.0\n' : `mcp-task-service ${name} 0.1.0\n`);
+      if (name !== 'inspector') {
+        // (the Inspector's own options pass through: only a lone --help / --version is the script's)
+        const bad = run(['--frobnicate']);
+        assert.equal(bad.code, 2, bad.stderr);
+        assert.equal(bad.stdout, '');
+        assert.match(bad.stderr, /--frobnicate/);
+      }
+      assert.equal(connections, 0, 'nothing connected to Redis or to the MCP URL');
+      assert.deepEqual(
+        readdirSync(fakeBin).filter((f) => f.startsWith('started-')),
+        [],
+        'no redis-server, nginx, npm or python3 was run',
+      );
+      await new Promise<void>((resolve, reject) => {
+        const s = createServer()
+          .once('error', reject)
+          .listen(port, '127.0.0.1', () => s.close(() => resolve()));
+      });
+    });
+  }
 });
 
 describe('start-up lines name what the process uses', () => {

@@ -236,6 +236,39 @@ describe('npm start on a fresh machine', () => {
     assert.equal(await listening(redis.port), true, 'a Redis it did not start is left running');
   });
 
+  it('a child that dies: one line names it and its signal, the other is stopped, npm start exits', async () => {
+    const redis = await startRedis();
+    cleanup.push(() => redis.stop());
+    const port = await freePort();
+    const s = npmStart(
+      shellEnv({
+        LOCAL_REDIS_PORT: String(redis.port),
+        PORT: String(port),
+        WORKER_HTTP_PORT: String(await freePort()),
+        REDIS_KEY_PREFIX: `test-start-${port}`,
+        MCP_TOOLSETS: 'demo',
+      }),
+    );
+    cleanup.push(() => s.killAll());
+    await s.ready(
+      () => s.json().some((l) => l.msg === 'gateway.ready') && s.json().some((l) => l.msg === 'worker.ready'),
+      'the service to start',
+    );
+    const workerPid = s.json().find((l) => l.msg === 'worker.ready')!.pid as number;
+    process.kill(workerPid, 'SIGKILL');
+    const exit = await s.exited;
+    assert.notEqual(exit.code, 0, JSON.stringify(exit));
+    const line = s.json().find((l) => l.msg?.startsWith('start.child_exited'));
+    assert.ok(line, `a start.child_exited line${s.lines.join('\n')}`);
+    assert.equal(line.child, 'worker');
+    assert.equal(line.signal, 'SIGKILL');
+    assert.match(line.msg, /the worker exited \(signal SIGKILL\) by itself, so npm start stops the gateway/);
+    assert.ok(
+      s.json().some((l) => l.msg === 'gateway.stopped'),
+      'the gateway was stopped',
+    );
+  });
+
   it('no redis-server on PATH: one line with the install commands, exit 1, nothing started', async () => {
     const redisPort = await freePort();
     const r = spawnSync(process.execPath, [join(ROOT, 'scripts', 'start.mjs')], {

@@ -101,6 +101,27 @@ describe('protocol strictness (B-05, K-01, SEP-2243, SEP-1303) and the prompt/re
     });
   });
 
+  describe('methods /mcp does not serve (RFC 9110 405; H-02 is for GET/DELETE, which serve 2025 sessions here)', () => {
+    it('PUT and PATCH → 405 with Allow and a JSON-RPC error body, with or without a body', async () => {
+      // (fetch refuses to send TRACE; the route refuses it the same way)
+      for (const method of ['PUT', 'PATCH']) {
+        for (const body of [undefined, '{"jsonrpc":"2.0","id":1,"method":"tools/list"}']) {
+          const r = await fetch(c.urls[0]!, {
+            method,
+            ...(body ? { body, headers: { 'content-type': 'application/json' } } : {}),
+          });
+          assert.equal(r.status, 405, `${method} with${body ? '' : 'out'} a body`);
+          assert.equal(r.headers.get('allow'), 'POST, GET, DELETE');
+          const json = (await r.json()) as { jsonrpc: string; id: unknown; error: { code: number; message: string } };
+          assert.equal(json.jsonrpc, '2.0');
+          assert.equal(json.id, null);
+          assert.equal(json.error.code, -32600);
+          assert.match(json.error.message, new RegExp(`^Method Not Allowed: ${method} /mcp`));
+        }
+      }
+    });
+  });
+
   describe('K-01: lists are deterministic across calls and replicas', () => {
     it('tools/list, prompts/list, resources/list and resources/templates/list are identical on both gateways, call after call', async () => {
       for (const [method, key] of [

@@ -29,7 +29,10 @@ describe('start-up errors', () => {
       assert.equal(lines.length, 1, r.stderr);
       assert.match(
         lines[0]!,
-        new RegExp(`^${app}: cannot reach Redis at redis://127\\.0\\.0\\.1:${port} .*Start one .*REDIS_URL`),
+        // The hint names the URL's port, not 6379.
+        new RegExp(
+          `^${app}: cannot reach Redis at redis://127\\.0\\.0\\.1:${port} .*Start one \\(e\\.g\\. \`redis-server --port ${port}\`\\) .*REDIS_URL`,
+        ),
       );
       assert.doesNotMatch(r.stderr, /\n\s+at /);
     });

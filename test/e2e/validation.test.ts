@@ -82,6 +82,25 @@ describe('answers and continuations are validated', () => {
     assert.match(replay.body.error!.message, /already used/);
   });
 
+  it('tools/call with arguments not an object, or a name not a string → -32602 with a short sentence naming the field (not zod JSON)', async () => {
+    const cases = [
+      { params: { name: 'add', arguments: [1] }, field: 'params.arguments', received: 'an array' },
+      { params: { name: 'countdown', arguments: null }, field: 'params.arguments', received: 'null' },
+      { params: { name: 5, arguments: {} }, field: 'params.name', received: 'a number' },
+    ];
+    for (const { params, field, received } of cases) {
+      for (const tasks of [true, false]) {
+        const r = await rpc(c.urls[0]!, 'tools/call', params, { tasks });
+        const what = `${JSON.stringify(params)} tasks=${tasks}: ${JSON.stringify(r.body)}`;
+        assert.equal(r.body.error?.code, -32602, what);
+        const message = r.body.error!.message;
+        assert.ok(message.startsWith(`Invalid params: ${field} must be`), what);
+        assert.ok(message.length < 100 && !/[[{\n]/.test(message), `one short sentence: ${what}`);
+        assert.deepEqual(r.body.error!.data, { field, received }, what);
+      }
+    }
+  });
+
   it('a body nested 200,000 levels deep → 400 -32600, the gateway stays up', async () => {
     const deep = '['.repeat(200_000) + ']'.repeat(200_000);
     const body = `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"add","arguments":{"a":1,"b":2,"x":${deep}},"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}}`;

@@ -161,6 +161,8 @@ export interface StartOptions {
   nodeArgs?: string[];
   /** Keep only the last `keepLogs` parsed lines (a long benchmark run); default: all. */
   keepLogs?: number;
+  /** Called with the child as soon as it is spawned (the benchmark kills its children when it dies). */
+  onSpawn?: (proc: ChildProcess) => void;
 }
 
 /**
@@ -186,6 +188,7 @@ export async function startProcess(
     },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
+  opts.onSpawn?.(proc);
   const logs: Record<string, unknown>[] = [];
   const waiters = new Set<() => void>();
   const onLine = (line: string) => {

@@ -4,7 +4,8 @@
  * must be present on every request, `Mcp-Name` on the methods that name something
  * (`tools/call`, `prompts/get`, `resources/read`, `tasks/get|update|cancel`), and each must
  * equal the body after Base64-sentinel decoding; otherwise HTTP 400 with `-32020`
- * (`HeaderMismatch`) and `data.mismatch {header, body}`.
+ * (`HeaderMismatch`) and `data.mismatch {header, body}`. Values the refusal echoes are cut at
+ * 64 characters (`echoValue`), and a raw UTF-8 header is shown as the text it was.
  *
  * A `tools/call` is also checked for its `Mcp-Param-*` headers against the arguments the tool
  * annotates with `x-mcp-header` (`checkParamHeaders`; SEP-2243, H-15, H-17).
@@ -52,6 +53,27 @@ export function decodeHeaderValue(value: string): string | undefined {
 
 /** RFC 9110 optional whitespace (SP / HTAB) stripped from both ends. */
 const stripOws = (v: string) => v.replace(/^[ \t]+|[ \t]+$/g, '');
+
+/** Longest value (characters) a `-32020` refusal echoes; longer ones end in `…`. */
+export const ECHO_MAX_CHARS = 64;
+
+/**
+ * A header or body value as a refusal echoes it: a header that arrived as raw UTF-8 (Node reads
+ * header bytes as Latin-1) shown as the text it was, and any value cut at ECHO_MAX_CHARS, so a
+ * 100 KB name does not come back twice in a 200 KB answer.
+ */
+export function echoValue(value: string, fromHeader = false): string {
+  let v = value;
+  if (fromHeader && /[\x80-\xff]/.test(v) && !/[\u0100-\uffff]/.test(v)) {
+    try {
+      v = new TextDecoder('utf-8', { fatal: true }).decode(Buffer.from(v, 'latin1'));
+    } catch {
+      // not UTF-8: shown as Latin-1
+    }
+  }
+  const chars = [...v];
+  return chars.length > ECHO_MAX_CHARS ? `${chars.slice(0, ECHO_MAX_CHARS).join('')}…` : v;
+}
 
 /** The `-32020` rejection with the SDK's message and `data.mismatch` (H-15). */
 export function headerMismatch(cell: string, header: string, body: string): InboundLadderRejection {
@@ -111,7 +133,7 @@ export function checkStandardHeaders(
     return headerMismatch(
       'name-header-missing',
       '(missing)',
-      `the body carries params.${field}="${bodyValue}" but the required Mcp-Name header is absent`,
+      `the body carries params.${field}="${echoValue(bodyValue)}" but the required Mcp-Name header is absent`,
     );
   }
   const header = stripOws(h.name);
@@ -119,14 +141,14 @@ export function checkStandardHeaders(
   if (decoded === undefined)
     return headerMismatch(
       'name-header-invalid-encoding',
-      header,
+      echoValue(header, true),
       'the Mcp-Name header carries an invalid Base64 sentinel value',
     );
   if (bodyValue !== undefined && decoded !== bodyValue) {
     return headerMismatch(
       'name-header-mismatch',
-      header,
-      `the body carries params.${field}="${bodyValue}" but the Mcp-Name header names "${decoded}"`,
+      echoValue(header, true),
+      `the body carries params.${field}="${echoValue(bodyValue)}" but the Mcp-Name header names "${echoValue(decoded, decoded === header)}"`,
     );
   }
   return undefined;
@@ -197,7 +219,7 @@ export function checkParamHeaders(
       return paramMismatch(
         'param-header-missing',
         headerKey,
-        `the body carries ${where}=${JSON.stringify(bodyRaw)} but the ${headerKey} header is absent`,
+        `the body carries ${where}=${echoValue(JSON.stringify(bodyRaw))} but the ${headerKey} header is absent`,
       );
     }
     const decoded = decodeHeaderValue(header);
@@ -215,7 +237,7 @@ export function checkParamHeaders(
       return paramMismatch(
         'param-header-mismatch',
         headerKey,
-        `the ${headerKey} header decodes to ${JSON.stringify(decoded)} but the body carries ${where}=${JSON.stringify(bodyRaw)}`,
+        `the ${headerKey} header decodes to ${JSON.stringify(echoValue(decoded, decoded === header))} but the body carries ${where}=${echoValue(JSON.stringify(bodyRaw))}`,
       );
     }
   }

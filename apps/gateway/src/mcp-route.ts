@@ -34,6 +34,7 @@ import type { Exchange, Gateway } from './context.js';
 import type { AuthHooks } from './auth/hooks.js';
 import { echoableId, isStoreError } from './errors.js';
 import { replyStoreUnavailable } from './store-unavailable-reply.js';
+import { refuseToolsCallShape } from './tools-call-shape.js';
 import { fillMissingMcpName } from './header-refusals.js';
 import { legacyCallCapabilities } from './legacy-ask.js';
 import { sessionStep, type SessionStep } from './legacy-session.js';
@@ -55,6 +56,7 @@ import { createTaskListen, type TaskListen } from './listen.js';
 import { serveHot, servesHot } from './hot-path.js';
 import { canCreateInOneScript, takeCreationSlot } from './creation-slot.js';
 import { requestGuards } from './request-guards.js';
+import { registerMethodNotAllowed } from './method-not-allowed.js';
 import { createServerFactory } from './server-factory.js';
 import { serveThrough } from './sse.js';
 import { requestSpan } from './tracing.js';
@@ -145,6 +147,7 @@ export function createMcpRoute(gw: Gateway, redisHealth: RedisHealth, limits: Li
         },
         handler: (req: FastifyRequest, reply) => serveMcp(r, req, reply),
       });
+      registerMethodNotAllowed(app, '/mcp');
     },
     close: async () => {
       await Promise.allSettled([r.json.close(), r.stream.close()]);
@@ -194,6 +197,10 @@ async function serveMcp(r: RouteParts, req: FastifyRequest, reply: FastifyReply)
   }
   // The validation ladder's verdict, answered before anything is counted, reserved or run.
   if (c.rejected) return refuseRejected(log, reply, body, c, c.rejected, principal);
+  if (c.method === 'tools/call') {
+    const refused = refuseToolsCallShape(reply, c.id, body?.params);
+    if (refused) return refused;
+  }
   if (asksForbiddenTask(session, c, body?.params)) return refuseForbiddenTask(reply, c.id, c.tool!.name);
   // Idempotency-Key (idempotency.ts): a malformed one is refused before anything is counted.
   const maxKeyChars = config.limits.idempotencyKeyMaxChars;

@@ -139,6 +139,15 @@ export function masters(redis: RedisClient): Redis[] {
   return redis instanceof Cluster ? redis.nodes('master') : [redis];
 }
 
+/** The port of a `redis://` / `rediss://` URL, 6379 when it names none (or cannot be read). */
+export function singlePort(url: string): number {
+  try {
+    return Number(new URL(url).port) || 6379;
+  } catch {
+    return 6379;
+  }
+}
+
 /**
  * Connects and pings (every master of a Cluster) within `timeoutMs`.
  * @throws Error with a one-line message that says what to do (used at process start); it names
@@ -170,7 +179,7 @@ export async function connectOrExplain(redis: RedisClient, c: RedisConfig, timeo
         ? 'Check REDIS_CLUSTER_NODES (seed nodes of a Redis Cluster with every slot assigned) and REDIS_PASSWORD.'
         : c.mode === 'sentinel'
           ? 'Check REDIS_SENTINELS, REDIS_SENTINEL_NAME (the master group the Sentinels monitor) and the passwords.'
-          : 'Start one (e.g. `redis-server --port 6379`) or set REDIS_URL to a reachable Redis.';
+          : `Start one (e.g. \`redis-server --port ${singlePort(c.url)}\`) or set REDIS_URL to a reachable Redis.`;
     // No `cause`: the driver's error may carry the Redis URL with its password; `why` is its redacted message.
     // eslint-disable-next-line preserve-caught-error -- the cause would leak credentials into logs
     throw new Error(`cannot reach Redis at ${describeRedis(c)} (${why}). ${hint}`);
