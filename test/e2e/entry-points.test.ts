@@ -1,4 +1,4 @@
-// @needs redis redis-server
+// @needs nginx redis redis-server
 /**
  * The entry points as a person meets them (issue 11 §3):
  *  - `--help` and `--version` on the gateway, the worker and `npm start` answer at once and start
