@@ -289,15 +289,10 @@ describe('applyInputResponses with 100,000 keys (issue 10 §5)', () => {
       ['resp:confirm.1'],
       'only the outstanding key was stored',
     );
-    assert.deepEqual(
-      fields.filter((f) => f.startsWith('ans:')),
-      ['ans:confirm.1'],
-      "the stored answer's fingerprint (a different late answer is refused against it)",
-    );
     assert.equal(
       fields.length,
-      Object.keys(before.hash).length + 1,
-      'req:confirm.1 became resp:confirm.1 and ans:confirm.1; no other field appeared',
+      Object.keys(before.hash).length,
+      'req:confirm.1 became resp:confirm.1; no other field appeared',
     );
     t.diagnostic(`100k unknown keys: ${unknownMs} ms; 100k + 1 real key: ${mixedMs} ms`);
     // Before the guard, 200k script arguments overflowed the JS call stack ("Maximum call stack
