@@ -662,52 +662,6 @@ describe('applyInputResponses (tasks/update)', () => {
     });
   });
 
-  it('case B-05: a different answer that comes after the task moved on (the next question, or the end) is still refused; the same one is ignored', async () => {
-    const rec = await parked(['a']);
-    const first = { action: 'accept', content: { v: 'A' } };
-    assert.deepEqual(await store.applyInputResponses(rec.taskId, { a: first }), {
-      code: 'resumed',
-      step: 2,
-      applied: 1,
-    });
-    // The next question drops the answers (resp:); the fingerprint stays.
-    const c2 = await store.claimStep(rec.taskId, 2, 'job-2');
-    assert.equal(c2.code, 'ok');
-    const fence = (c2 as { fence: string }).fence;
-    assert.deepEqual(await store.parkForInput(rec.taskId, fence, { b: ELICIT_A }, null, 'Again'), { code: 'ok' });
-    assert.deepEqual((await mustGet(rec.taskId)).inputResponses, {});
-    assert.deepEqual(await store.applyInputResponses(rec.taskId, { a: { action: 'decline' } }), {
-      code: 'conflict',
-      key: 'a',
-    });
-    assert.deepEqual(await store.applyInputResponses(rec.taskId, { a: first }), {
-      code: 'ignored',
-      status: 'input_required',
-    });
-    // The end rewrites the record compactly; the fingerprints of both answers stay.
-    assert.deepEqual(await store.applyInputResponses(rec.taskId, { b: { action: 'decline' } }), {
-      code: 'resumed',
-      step: 3,
-      applied: 1,
-    });
-    const c3 = await store.claimStep(rec.taskId, 3, 'job-3');
-    assert.equal(c3.code, 'ok');
-    const done = await store.complete(rec.taskId, (c3 as { fence: string }).fence, { content: [] }, 'Done');
-    assert.deepEqual(done, { code: 'ok' });
-    const fields = await redis.hkeys(store.key(rec.taskId));
-    assert.deepEqual(fields.filter((f) => /^(ans|resp|req):/.test(f)).sort(), ['ans:a', 'ans:b']);
-    assert.equal(await redis.call('OBJECT', 'ENCODING', store.key(rec.taskId)), 'listpack');
-    for (const [key, other] of [
-      ['a', { action: 'cancel' }],
-      ['b', { action: 'accept', content: { v: 'B' } }],
-    ] as const)
-      assert.deepEqual(await store.applyInputResponses(rec.taskId, { [key]: other }), { code: 'conflict', key });
-    assert.deepEqual(await store.applyInputResponses(rec.taskId, { b: { action: 'decline' } }), {
-      code: 'ignored',
-      status: 'completed',
-    });
-  });
-
   for (const variant of ['the same answer', 'different answers'] as const) {
     it(`T-30: ${variant} sent 10 times in parallel: applied at most once (exactly one resumed)`, async () => {
       const rec = await parked(['only']);

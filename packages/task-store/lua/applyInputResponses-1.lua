@@ -5,9 +5,6 @@
 -- the same answer is ignored (two identical concurrent updates are both acked, applied once,
 -- case B-05); a different one refuses the whole request, nothing written ('conflict', the key):
 -- of two different answers sent at once, the first applied wins and the other is told so.
--- Each applied answer also leaves `ans:<key>` = its SHA1, which outlives the answer (the next
--- question drops `resp:` fields, the end rewrites the record): a different answer that comes
--- after the task moved on (a fast tool may have finished already) is still refused.
 -- A client request passes its principal and mode: another principal's task, or one of another
 -- mode, is 'gone' like an unknown id, and nothing is written (T-44, N-01).
 -- KEYS[1] task hash
@@ -25,11 +22,6 @@ for i = 5, #ARGV, 2 do
   if redis.call('HEXISTS', key, 'req:' .. ARGV[i]) == 0 then
     local prev = redis.call('HGET', key, 'resp:' .. ARGV[i])
     if prev and prev ~= ARGV[i + 1] then return {'conflict', ARGV[i]} end
-    -- The answer itself is gone (the next question, or the end, dropped it): its fingerprint.
-    if not prev then
-      local fp = redis.call('HGET', key, 'ans:' .. ARGV[i])
-      if fp and fp ~= redis.sha1hex(ARGV[i + 1]) then return {'conflict', ARGV[i]} end
-    end
   end
 end
 local st = cur[1]
@@ -39,7 +31,7 @@ for i = 5, #ARGV, 2 do
   local f = 'req:' .. ARGV[i]
   if redis.call('HEXISTS', key, f) == 1 then
     redis.call('HDEL', key, f)
-    redis.call('HSET', key, 'resp:' .. ARGV[i], ARGV[i + 1], 'ans:' .. ARGV[i], redis.sha1hex(ARGV[i + 1]))
+    redis.call('HSET', key, 'resp:' .. ARGV[i], ARGV[i + 1])
     applied = applied + 1
   end
 end

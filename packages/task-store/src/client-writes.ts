@@ -19,8 +19,8 @@ import type { TaskStatus } from './wire.js';
 export class ClientWrites extends StepWrites {
   /**
    * Applies answers to outstanding keys atomically (read-your-writes for the ack, T-30).
-   * Only keys the record asks for right now, or has an answer (or an answer's fingerprint) to,
-   * reach the script: the `req:`, `resp:` and `ans:` fields are read first (one HKEYS) and every other key is dropped here, so a
+   * Only keys the record asks for right now, or has an answer to, reach the script: the `req:`
+   * and `resp:` fields are read first (one HKEYS) and every other key is dropped here, so a
    * request with 100,000 keys costs one small script call and writes nothing extra (the script
    * re-checks each key, so a concurrent change between the two reads is harmless). Answers are
    * serialized canonically (sorted keys), so the script can tell an identical answer to a key
@@ -40,7 +40,7 @@ export class ClientWrites extends StepWrites {
   ): Promise<ApplyOutcome> {
     const known = new Set(
       (await this.redis.hkeys(this.key(taskId)))
-        .filter((f) => f.startsWith('req:') || f.startsWith('resp:') || f.startsWith('ans:'))
+        .filter((f) => f.startsWith('req:') || f.startsWith('resp:'))
         .map((f) => f.slice(f.indexOf(':') + 1)),
     );
     const pairs: string[] = [];

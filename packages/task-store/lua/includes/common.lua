@@ -58,8 +58,7 @@ end
 
 -- Fields a terminal record keeps (Redis memory per finished task). Everything else
 -- (args over 64 bytes, caps, state, fence, claimedStep, jobOwner, holderAt, progress, cancelRequested,
--- cancelReason, pending, tracestate, req:/resp:/used: fields) only served the running task; the
--- ans: fingerprints of its answers stay.
+-- cancelReason, pending, tracestate, req:/resp:/used: fields) only served the running task.
 -- Each kept value is short (ids, numbers, a status, a capped statusMessage), so the rewritten
 -- hash stays a listpack (values under hash-max-listpack-value, 64 bytes by default).
 local KEPT = {'owner', 'tool', 'mode', 'createdAt', 'ttlMs', 'pollIntervalMs', 'step', 'reruns', 'traceparent', 'webhookQueuedAt'}
@@ -89,17 +88,6 @@ local function finish(key, status, now, message, channel, at)
   if message and message ~= '' then
     fields[#fields + 1] = 'statusMessage'
     fields[#fields + 1] = message
-  end
-  -- A task that asked questions (its step moved past 1) keeps its answers' fingerprints
-  -- (`ans:<key>`, 40 characters: applyInputResponses-1 refuses a different late answer).
-  if tonumber(vals[7] or '1') > 1 then
-    local all = redis.call('HGETALL', key)
-    for i = 1, #all, 2 do
-      if string.sub(all[i], 1, 4) == 'ans:' then
-        fields[#fields + 1] = all[i]
-        fields[#fields + 1] = all[i + 1]
-      end
-    end
   end
   redis.call('DEL', key)
   redis.call('HSET', key, unpack(fields))
