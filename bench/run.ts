@@ -10,8 +10,8 @@
  * 10,000 tasks are polled, case N-13; last, with two workers of their own, the recovery figures
  * (a worker SIGKILLed or SIGTERMed under a running step, bench/recovery.ts).
  *
- * `--help` and `--version` answer without starting anything; every child dies with the
- * benchmark, however it ends (bench/children.ts).
+ * `--help` and `--version` answer without starting anything (scripts/entry-args.mjs); every
+ * child dies with the benchmark, however it ends (bench/children.ts).
  *
  * Options (environment):
  *   BENCH_OUT      where the JSON goes (default bench/results/latest.json; also `--out <path>`)
@@ -23,13 +23,14 @@
  *                  BENCH_ONLY=get,create a run is the two target figures and their ceilings (~1 min)
  *   BENCH_CPU_PROF 1 = the hot gateway runs with --cpu-prof; its top self-time functions are
  *                  printed at the end (with BENCH_ONLY=get: a profile of the tasks/get load)
+ *   BENCH_SLOWLOG  1 = with the redis group: Redis's SLOWLOG records every command, and the JSON
+ *                  gets each script's calls, commands and µs (redis-stats.ts `slowlogProfile`)
  * Exit code 1 only when a figure could not be measured; a missed target is a FAIL row.
  */
 import { mkdirSync, readdirSync, writeFileSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
-import { parseArgs } from 'node:util';
-import { SERVICE_NAME, serviceVersion } from '@mcp-tasks/config';
 import { ROOT } from '../scripts/build.mjs';
+import { entryArgs } from '../scripts/entry-args.mjs';
 import { callTool, rpc } from '../test/support/mcp.js';
 import { startBench, PREFIX, type BenchProcesses } from './processes.js';
 import { alternate, type Summary } from './throughput.js';
@@ -66,38 +67,19 @@ Environment:
   BENCH_RECOVERY_SAMPLES  kills and drains each for the recovery figures (10)
   BENCH_SDK_PATH 0 = leave the SDK path (HOT_PATH=false) out of the tasks/get figure
   BENCH_CPU_PROF 1 = profile the hot gateway and print its top functions
+  BENCH_SLOWLOG  1 = with redis: a profile of Redis's work by script (its CPU rows read high)
 
 Options:
   --out PATH         where the JSON goes
   -h, --help         print this help and exit
   -v, --version      print the version and exit`;
 
-let args: { out?: string | undefined; help?: boolean | undefined; version?: boolean | undefined };
-try {
-  ({ values: args } = parseArgs({
-    options: {
-      out: { type: 'string' },
-      help: { type: 'boolean', short: 'h' },
-      version: { type: 'boolean', short: 'v' },
-    },
-    strict: true,
-    allowPositionals: false,
-  }));
-} catch (e) {
-  process.stderr.write(`bench: ${(e as Error).message.split('\n')[0]} (try --help)\n`);
-  process.exit(2);
-}
-if (args.help) {
-  process.stdout.write(`${HELP}\n`);
-  process.exit(0);
-}
-if (args.version) {
-  process.stdout.write(`${SERVICE_NAME} bench ${serviceVersion()}\n`);
-  process.exit(0);
-}
+const { values: args } = entryArgs({ name: 'bench', usage: HELP, options: { out: { type: 'string' } } });
 killChildrenOnExit();
 
-const outPath = resolve(args.out ?? process.env.BENCH_OUT ?? join(ROOT, 'bench', 'results', 'latest.json'));
+const outPath = resolve(
+  (args.out as string | undefined) ?? process.env.BENCH_OUT ?? join(ROOT, 'bench', 'results', 'latest.json'),
+);
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
 const ROUND_S = Number(process.env.BENCH_ROUND_S ?? 5);
 const RECOVERY_SAMPLES = Number(process.env.BENCH_RECOVERY_SAMPLES ?? 10);
