@@ -48,8 +48,9 @@ async function parkedAskConfirm(
   c: Cluster,
   url: string,
   question: string,
+  afterSeconds = 0,
 ): Promise<{ taskId: string; parked: Record<string, any>; key: string }> {
-  const create = await callTool(url, 'ask_confirm', { question });
+  const create = await callTool(url, 'ask_confirm', { question, ...(afterSeconds ? { afterSeconds } : {}) });
   assert.equal(create.status, 200, JSON.stringify(create.body));
   assert.equal(create.body.result?.resultType, 'task', JSON.stringify(create.body));
   const taskId = create.body.result!.taskId as string;
@@ -189,8 +190,13 @@ describe('Case B-05: tasks/update answers dropped or applied twice', () => {
   });
 
   it('Case B-05.3, different answers: two different updates sent at the same moment to G2 and G3 → one acked, the other -32602 "already answered"; the worker gets the acked one, once', async () => {
+    // The losing answer must land while the winner's is stored in the open task. A task that
+    // has ended keeps no answers, and any answer to it is acked (T-13, B-05.4 below), so with a
+    // tool that ends at once a busy machine could finish the task before the loser arrives and
+    // ack both. The tool keeps working AFTER_S seconds after its answer (`afterSeconds`).
+    const AFTER_S = 3;
     const tasks = await Promise.all(
-      Array.from({ length: 6 }, (_, i) => parkedAskConfirm(c, [G1, G2, G3][i % 3]!, `different ${i}?`)),
+      Array.from({ length: 6 }, (_, i) => parkedAskConfirm(c, [G1, G2, G3][i % 3]!, `different ${i}?`, AFTER_S)),
     );
     const pairs = await Promise.all(
       tasks.map(({ taskId, key }) =>
