@@ -175,6 +175,9 @@ function drainControls(app: FastifyInstance) {
   };
 }
 
+/** How long a connection may stay idle, after a response or before its first request (ms). */
+const KEEP_ALIVE_TIMEOUT_MS = 72_000;
+
 /**
  * The Fastify instance with the gateway's server options: body limit, proxies (TRUST_PROXY),
  * request read timeout (BODY_READ_TIMEOUT_MS, 408), keep-alive, and how a closing server treats
@@ -195,10 +198,11 @@ function createFastify(config: AppDeps['config'], log: AppDeps['log']): FastifyI
     requestTimeout: config.limits.bodyReadTimeoutMs,
     http: { headersTimeout: Math.min(60_000, config.limits.bodyReadTimeoutMs), connectionsCheckingInterval: 1000 },
     connectionTimeout: 0,
-    keepAliveTimeout: 72_000,
+    keepAliveTimeout: KEEP_ALIVE_TIMEOUT_MS,
     // While closing, requests still read are served (in-flight work finishes); new
-    // connections are refused by the closed listener.
-    clientErrorHandler: clientErrorHandler(config.limits.bodyReadTimeoutMs),
+    // connections are refused by the closed listener. A connection that has sent nothing yet
+    // is idle, not slow: it is kept as long as an idle keep-alive connection (client-errors.ts).
+    clientErrorHandler: clientErrorHandler(config.limits.bodyReadTimeoutMs, KEEP_ALIVE_TIMEOUT_MS),
     return503OnClosing: false,
     forceCloseConnections: 'idle',
   }) as unknown as FastifyInstance;
