@@ -56,9 +56,10 @@ export function clientErrorHandler(bodyReadTimeoutMs: number, idleConnectionMs: 
 }
 
 /**
- * Closes `socket` after `ms` (at least 0) unless a byte has arrived by then. Node reported the
- * silent connection once and checks it no more until a request begins (then from that request's
- * first byte, as usual).
+ * Closes `socket` after `ms` unless a byte has arrived by then. Node reported the silent
+ * connection once and checks it no more until a request begins (then from that request's first
+ * byte, as usual). `ms` is the idle limit less the time already waited; when BODY_READ_TIMEOUT_MS
+ * is the longer of the two, it is negative and the connection is closed at once (still silently).
  */
 function closeIfStillSilent(socket: Socket, ms: number): void {
   const timer = setTimeout(
