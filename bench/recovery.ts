@@ -6,7 +6,15 @@
  * the time from the signal to the other worker's `step.started` line for that task (its own
  * log timestamp, ms). The task is then cancelled and the stopped worker replaced. Samples
  * alternate SIGKILL and SIGTERM.
+ *
+ * The group starts on an empty tools queue: in a full run the worker was stopped before the
+ * creation and memory groups, which leave thousands of queued steps of the same principal, and
+ * the two workers would run those first (the figure's task waits behind them at a lower
+ * fair-share priority: the step did not start within 30 s). Their tasks stay `working` and the
+ * reconciler fails them ("job lost") in the background.
  */
+import { Queue } from 'bullmq';
+import { TOOLS_QUEUE, toolsPrefix } from '@mcp-tasks/jobs';
 import { startProcess, waitFor, type Proc } from '../test/support/cluster.js';
 import { callTool, cancelTask } from '../test/support/mcp.js';
 import { PREFIX, type BenchProcesses } from './processes.js';
@@ -23,6 +31,9 @@ const startedOn = (w: Proc, taskId: string) => w.logs.find((l) => l.msg === 'ste
 /** `samples` of each signal (see the module doc). */
 export async function recovery(b: BenchProcesses, samples: number): Promise<RecoveryFigure> {
   const keep = { keepLogs: 400, onSpawn: own };
+  const queue = new Queue(TOOLS_QUEUE, { connection: b.client, prefix: toolsPrefix(PREFIX, 0) });
+  await queue.drain(true);
+  await queue.close();
   let workers: Proc[] = await Promise.all([startProcess('worker', b.env, keep), startProcess('worker', b.env, keep)]);
   const out = { SIGKILL: [] as number[], SIGTERM: [] as number[] };
   try {
