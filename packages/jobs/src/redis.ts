@@ -21,6 +21,7 @@
  */
 import { Cluster, Redis, type ClusterOptions, type RedisOptions } from 'ioredis';
 import { describeRedis, type RedisConfig } from '@mcp-tasks/config';
+import { lagTolerantCommandTimeouts } from './command-timeout.js';
 
 export type RedisRole = 'request' | 'queue' | 'worker';
 
@@ -31,7 +32,8 @@ export const retryStrategy = (times: number): number => Math.min(100 * 2 ** time
 
 /**
  * How long (ms) the request client waits for any one command's answer before the caller gets
- * an error; also how long a health PING may stay unanswered before Redis counts as hung
+ * an error (measured against Redis's answer: a reply that arrived while the event loop was
+ * stalled still counts, command-timeout.ts); also how long a health PING may stay unanswered before Redis counts as hung
  * (`watchRedis`): a stricter health verdict would refuse requests whose commands still answer in
  * time (case B-02 (b), a slow link on a loaded machine).
  */
@@ -101,6 +103,8 @@ export function clusterOptions(c: RedisConfig, role: RedisRole, name: string): C
  * @param name the connection name (CLIENT SETNAME), seen in CLIENT LIST
  */
 export function createRedis(c: RedisConfig, role: RedisRole, name: string): RedisClient {
+  // The request and queue roles' command timeout counts Redis's answer, not the event loop's lag.
+  if (redisOptions(role).commandTimeout !== undefined) lagTolerantCommandTimeouts();
   let redis: RedisClient;
   const creds = { ...(c.username ? { username: c.username } : {}), ...(c.password ? { password: c.password } : {}) };
   if (c.mode === 'cluster') {
