@@ -250,13 +250,16 @@ export async function roundTrips(b: BenchProcesses, n: number): Promise<RoundTri
   type Line = { source: string; cmd: string };
   const record = async (fn: () => Promise<void>) => {
     const lines: Line[] = [];
-    const mon = await r.monitor();
     // ioredis marks the connection as monitoring one microtask after MONITOR's OK: lines that
     // arrive in the same read as that OK are taken for replies ("Command queue state error",
     // emitted as an error). They come before `fn` starts (the 50 ms below), so none is counted.
+    // The listener goes on before the connection opens: `r.monitor()` rejected with the first
+    // such error (its own `once('error')`) when the worker was busy enough to send one then.
+    const mon = r.duplicate({ monitor: true, lazyConnect: false });
     mon.on('error', (e: Error) => {
       if (!/Command queue state error/.test(e.message)) throw e;
     });
+    await new Promise((resolve) => mon.once('monitoring', resolve));
     mon.on('monitor', (_time: string, args: string[], source: string) =>
       lines.push({ source, cmd: String(args[0]).toLowerCase() }),
     );
