@@ -389,5 +389,23 @@ export async function startCluster(opts: ClusterOptions = {}): Promise<Cluster> 
     await c.stop(); // never leave the processes that did start running
     throw (failed as PromiseRejectedResult).reason;
   }
+  // Gateways and workers start side by side, and a gateway re-counts live workers every
+  // WORKERS_REFRESH_MS (2 s): one that counted before the first heartbeat says "Waiting for a
+  // worker: none is running" on working tasks until its next count. A test begins once every
+  // gateway has seen the workers (its `workers.alive` line), as a client of a running
+  // deployment would.
+  if (c.workers.length > 0) {
+    try {
+      await waitFor(
+        () => c.gateways.every((g) => g.logs.some((l) => l.msg === 'workers.alive')) || undefined,
+        15_000,
+        50,
+        'every gateway to count the workers',
+      );
+    } catch (e) {
+      await c.stop();
+      throw e;
+    }
+  }
   return c;
 }
