@@ -18,7 +18,7 @@ import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import { Client, SdkHttpError, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
-import { startCluster, type Cluster } from '../support/cluster.js';
+import { startCluster, waitFor, type Cluster } from '../support/cluster.js';
 import { rpc, TASKS, PROTOCOL_VERSION } from '../support/mcp.js';
 import { startRoundRobinProxy, type RoundRobinProxy } from '../support/round-robin-proxy.js';
 
@@ -290,7 +290,12 @@ describe('2025-era clients: the official SDK client in its default mode, 2 gatew
       // The call and the answer (a POSTed JSON-RPC response) were served by different gateways.
       const posts = proxy.log.slice(from).filter((e) => e.method === 'POST');
       const callUpstream = posts[0]!.upstream;
-      const answerPosts = exchanges.filter((e) => e.httpMethod === 'POST' && e.rpcMethod === undefined);
+      // The answer's POST is sent beside the call (the SDK does not wait for its 202 before it
+      // reads the call's stream), and is recorded when its response arrives: on a loaded machine
+      // the result, resumed by that answer, can reach the client first.
+      const isAnswer = (e: Exchange) => e.httpMethod === 'POST' && e.rpcMethod === undefined;
+      await waitFor(() => exchanges.some(isAnswer) || undefined, 10_000, 20, "the answer POST's response");
+      const answerPosts = exchanges.filter(isAnswer);
       assert.equal(answerPosts.length, 1, 'the answer was POSTed once');
       assert.equal(answerPosts[0]!.status, 202);
       assert.ok(
