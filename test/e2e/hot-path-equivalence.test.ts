@@ -17,7 +17,7 @@
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
-import { startCluster, waitFor, type Cluster, type Proc } from '../support/cluster.js';
+import { sleep, startCluster, waitFor, type Cluster, type Proc } from '../support/cluster.js';
 import { callTool, pollTask, PROTOCOL_VERSION, TASKS } from '../support/mcp.js';
 
 const ALICE = 'alice-key-0123456789abcdef';
@@ -64,6 +64,15 @@ const envelope = (caps: Record<string, unknown> = { extensions: { [TASKS]: {} },
 /** `hot_path.served` lines a gateway logged at or after `since` (ms; by each line's own time). */
 function servedSince(g: Proc, since: number): number {
   return g.logs.filter((l) => l.msg === 'hot_path.served' && Date.parse(String(l.time)) >= since).length;
+}
+
+/**
+ * When a corpus begins (ms), 2 ms after the previous test's last answer: a line that test's
+ * gateway logged (before it answered, so in an earlier millisecond) is never counted with this one's.
+ */
+async function corpusStart(): Promise<number> {
+  await sleep(2);
+  return Date.now();
 }
 
 /** One request of the corpus: a name, the method, params, and header overrides. */
@@ -497,7 +506,7 @@ describe('hot path ≡ SDK path for tasks/get, tasks/update, tasks/cancel and to
 
     // Lines logged since this corpus began (their own time): a loaded machine may deliver an
     // earlier test's last lines through the stdout pipe after this count began.
-    const since = Date.now();
+    const since = await corpusStart();
     const served = (i: number) => servedSince(c.gateways[i]!, since);
     const diffs: string[] = [];
     for (const k of corpus) {
@@ -713,7 +722,7 @@ describe('hot path ≡ SDK path for tasks/get, tasks/update, tasks/cancel and to
     };
     // Counted by the lines' own time (see the first corpus): the previous test's last lines,
     // delivered late, once made this count 13 for 12.
-    const since = Date.now();
+    const since = await corpusStart();
     const served = (i: number) => servedSince(c.gateways[i]!, since);
     const diffs: string[] = [];
     const handles: [string, string][] = [];

@@ -33,9 +33,9 @@ export const retryStrategy = (times: number): number => Math.min(100 * 2 ** time
 /**
  * How long (ms) the request client waits for any one command's answer before the caller gets
  * an error (measured against Redis's answer: a reply that arrived while the event loop was
- * stalled still counts, command-timeout.ts); also how long a health PING may stay unanswered before Redis counts as hung
- * (`watchRedis`): a stricter health verdict would refuse requests whose commands still answer in
- * time (case B-02 (b), a slow link on a loaded machine).
+ * stalled still counts, command-timeout.ts); also how long a health PING may stay unanswered
+ * before Redis counts as hung (`watchRedis`): a stricter health verdict would refuse requests
+ * whose commands still answer in time (case B-02 (b), a slow link on a loaded machine).
  */
 export const REQUEST_COMMAND_TIMEOUT_MS = 2000;
 
