@@ -8,7 +8,8 @@
  * Gateways:
  *  - `hot`: the default configuration (HOT_PATH unset = on), authentication by API key, started
  *    with `--expose-gc` and the memory probe (bench/probe.mjs, BENCH_PROBE_PORT); with
- *    BENCH_CPU_PROF=1 also `--cpu-prof` (the profile lands in bench/results/prof/ at its exit);
+ *    BENCH_CPU_PROF=1 also `--cpu-prof` (the profile lands in bench/results/prof/ at its exit;
+ *    the ceiling's in bench/results/prof/ceiling/, written when it is disconnected at the end);
  *  - `sdk`: the same with HOT_PATH=false (every request through the per-request SDK server; a
  *    build without that switch ignores it).
  * The worker starts after the ceiling has copied a real task record (its template); the
@@ -66,10 +67,18 @@ export interface BenchProcesses {
   stop(): Promise<void>;
 }
 
-/** Forks `bench/<file>` (TypeScript, through tsx) and waits for its first IPC message. */
-async function forkChild(file: string, env: Record<string, string>): Promise<{ child: Child; first: any }> {
+/**
+ * Forks `bench/<file>` (TypeScript, through tsx) and waits for its first IPC message. With
+ * `profDir`, it runs with `--cpu-prof` and is stopped by disconnecting it (it exits by itself
+ * and writes its profile; killed after 5 s if it does not).
+ */
+async function forkChild(
+  file: string,
+  env: Record<string, string>,
+  profDir?: string,
+): Promise<{ child: Child; first: any }> {
   const proc = fork(join(ROOT, 'bench', file), [], {
-    execArgv: TSX,
+    execArgv: profDir ? [...TSX, '--cpu-prof', '--cpu-prof-dir', profDir] : TSX,
     env: { ...process.env, ...env },
     stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
   });
@@ -83,6 +92,14 @@ async function forkChild(file: string, env: Record<string, string>): Promise<{ c
     async stop() {
       if (proc.exitCode !== null || proc.signalCode !== null) return;
       const exited = new Promise((r) => proc.once('exit', r));
+      if (profDir && proc.connected) {
+        // A profiled child writes its profile when it exits by itself (on disconnect).
+        proc.disconnect();
+        const timer = setTimeout(() => proc.kill('SIGKILL'), 5000);
+        await exited;
+        clearTimeout(timer);
+        return;
+      }
       proc.kill('SIGKILL');
       await exited;
     },
@@ -167,7 +184,7 @@ export async function startBench(): Promise<BenchProcesses> {
         REDIS_URL: redis.url,
         CEILING_PREFIX: PREFIX,
         CEILING_RECORD: JSON.stringify(record),
-      }).then((x) => (started.push(x.child), x)),
+      }, profDir && join(profDir, 'ceiling')).then((x) => (started.push(x.child), x)),
       track(startProcess('worker', env, keep)),
       forkChild('bullmq-baseline.ts', { REDIS_URL: redis.url, BASELINE_PREFIX: baselinePrefix }).then(
         (x) => (started.push(x.child), x),

@@ -21,13 +21,15 @@
  *   BENCH_RECOVERY_SAMPLES  kills and drains each for the recovery figures (default 10)
  *   BENCH_SDK_PATH 0 = the tasks/get figure leaves out the SDK path (HOT_PATH=false) target: with
  *                  BENCH_ONLY=get,create a run is the two target figures and their ceilings (~1 min)
- *   BENCH_CPU_PROF 1 = the hot gateway runs with --cpu-prof; its top self-time functions are
- *                  printed at the end (with BENCH_ONLY=get: a profile of the tasks/get load)
+ *   BENCH_CPU_PROF 1 = the hot gateway and the ceiling run with --cpu-prof; the gateway's top
+ *                  self-time functions are printed at the end (with BENCH_ONLY=get: a profile of
+ *                  the tasks/get load) and, with BENCH_ONLY=get or create, where a request costs
+ *                  the gateway more than the ceiling, function by function, in µs per request
  *   BENCH_SLOWLOG  1 = with the redis group: Redis's SLOWLOG records every command, and the JSON
  *                  gets each script's calls, commands and µs (redis-stats.ts `slowlogProfile`)
  * Exit code 1 only when a figure could not be measured; a missed target is a FAIL row.
  */
-import { mkdirSync, readdirSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readdirSync, statSync, writeFileSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { ROOT } from '../scripts/build.mjs';
 import { entryArgs } from '../scripts/entry-args.mjs';
@@ -47,7 +49,7 @@ import { bullmqLifecycle, type LifecycleCeiling } from './lifecycle-ceiling.js';
 import { heapSlope, memoryWhilePolled, type HeapSlopeFigure, type PolledFigure } from './memory.js';
 import { createCountdown, sendOnce, tasksGet } from './requests.js';
 import { machine, ratio, table, type Row } from './report.js';
-import { formatSummary, profileSummary } from './cpu-profile.js';
+import { formatDifference, formatSummary, perRequestDifference, profileSummary } from './cpu-profile.js';
 import { percentiles, type Percentiles } from './stats.js';
 import { recovery, type RecoveryFigure } from './recovery.js';
 import { killChildrenOnExit } from './children.js';
@@ -66,7 +68,8 @@ Environment:
                  create,memory,n13,recovery (all)
   BENCH_RECOVERY_SAMPLES  kills and drains each for the recovery figures (10)
   BENCH_SDK_PATH 0 = leave the SDK path (HOT_PATH=false) out of the tasks/get figure
-  BENCH_CPU_PROF 1 = profile the hot gateway and print its top functions
+  BENCH_CPU_PROF 1 = profile the hot gateway (and the ceiling) and print its top functions
+                 (with BENCH_ONLY=get or create: µs per request against the ceiling's)
   BENCH_SLOWLOG  1 = with redis: a profile of Redis's work by script (its CPU rows read high)
 
 Options:
@@ -425,12 +428,38 @@ if (b.profDir) {
   if (last) {
     const summary = profileSummary(join(b.profDir, last), 30);
     (out as Record<string, unknown>).cpuProfile = { file: join(b.profDir, last), ...summary };
-    writeFileSync(outPath, `${JSON.stringify(out, null, 2)}\n`);
     console.log(`\nhot gateway CPU profile (${join(b.profDir, last)}):\n${formatSummary(summary)}`);
+    // With one throughput figure only (BENCH_ONLY=get or create), the ceiling served that alone
+    // while profiled: where a request costs ours more, per request.
+    const figure = ['get', 'create'].filter((k) => raw[k]);
+    const ceilingProfile = largestProfile(join(b.profDir, 'ceiling'));
+    if (figure.length === 1 && ceilingProfile) {
+      const s = raw[figure[0]!] as { hot: Summary; ceiling: Summary };
+      const d = perRequestDifference(
+        { file: join(b.profDir, last), requests: s.hot.served },
+        { file: ceilingProfile, requests: s.ceiling.served },
+        30,
+      );
+      (out as Record<string, unknown>).cpuProfileDifference = { figure: figure[0], ceilingFile: ceilingProfile, ...d };
+      console.log(`\n${figure[0]}: ours against the ceiling (${ceilingProfile}):\n${formatDifference(d)}`);
+    }
+    writeFileSync(outPath, `${JSON.stringify(out, null, 2)}\n`);
   }
 }
 for (const e of errors) console.error(e);
 process.exit(errors.length ? 1 : 0);
+
+/** The largest `.cpuprofile` in `dir` (the main thread's; a loader thread writes a small one too), if any. */
+function largestProfile(dir: string): string | undefined {
+  try {
+    return readdirSync(dir)
+      .filter((f) => f.endsWith('.cpuprofile'))
+      .map((f) => join(dir, f))
+      .sort((a, b) => statSync(b).size - statSync(a).size)[0];
+  } catch {
+    return undefined;
+  }
+}
 
 /** Up to `n` ids of `task`-mode records of the benchmark's principal (the creation figure made them), topped up by creating more. */
 async function taskIds(bp: BenchProcesses, n: number): Promise<string[]> {

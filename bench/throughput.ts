@@ -40,6 +40,8 @@ export interface Summary {
   p99: number;
   /** Failed requests over all rounds (connection errors, non-2xx, JSON-RPC errors). */
   failed: number;
+  /** Requests the target answered during the figure, warm-up included (a profile's divisor). */
+  served: number;
   /** Median over the rounds of requests answered per CPU-second of the serving process. */
   perCpuSecond?: number;
   /** Median over the rounds of Redis CPU time per request (µs; redis-server's own CPU). */
@@ -64,7 +66,8 @@ export async function alternate(
     duration: durationS,
     requests: [t.request],
   });
-  for (const t of targets) await b.load(spec(t, 2));
+  const warmUp: Record<string, number> = {};
+  for (const t of targets) warmUp[t.label] = (await b.load(spec(t, 2))).total;
   const rounds: Record<string, Round[]> = Object.fromEntries(targets.map((t) => [t.label, []]));
   for (let r = 0; r < o.rounds; r++) {
     for (let k = 0; k < targets.length; k++) {
@@ -90,6 +93,7 @@ export async function alternate(
         p50: median(rs.map((x) => x.p50)),
         p99: median(rs.map((x) => x.p99)),
         failed: rs.reduce((a, x) => a + x.errors + x.non2xx + x.mismatches, 0),
+        served: rs.reduce((a, x) => a + x.total, warmUp[label] ?? 0),
         ...(rs.every((x) => x.cpuS) ? { perCpuSecond: Math.round(median(rs.map((x) => x.total / x.cpuS!))) } : {}),
         ...(rs.every((x) => x.redisCpuS !== undefined)
           ? { redisUsPerRequest: Math.round(median(rs.map((x) => (x.redisCpuS! / x.total) * 1e6))) }
