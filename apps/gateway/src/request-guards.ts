@@ -10,8 +10,13 @@
  *    DELETE it is dropped (clients such as the Python SDK send it on the session's DELETE, and
  *    an empty body is no JSON parse error).
  * Both answer with an id-less JSON-RPC error body (errors.ts table).
+ *
+ * A client sends the same `Host` on every request, so the Host verdict (a URL parse, twice with
+ * ALLOWED_HOSTS) is remembered per header value, for the first HOST_VERDICTS values a gateway
+ * sees (a bounded `lru-cache`); a refused value is checked again each time.
  */
 import type { FastifyReply, FastifyRequest } from 'fastify';
+import { LRUCache } from 'lru-cache';
 import { isJsonContentType, validateHostHeader, validateOriginHeader } from '@modelcontextprotocol/server';
 import type { Config } from '@mcp-tasks/config';
 import { ErrorCode, jsonRpcErrorBody } from './errors.js';
@@ -24,6 +29,25 @@ function hostnameOf(host: string | undefined): string | undefined {
   } catch {
     return undefined;
   }
+}
+
+/** `Host` header values whose accepted verdict is remembered (per gateway process). */
+const HOST_VERDICTS = 1000;
+
+/**
+ * Why a `Host` header value is refused, or undefined when it is accepted: missing or malformed
+ * → 400; not one of `allowedHosts` (when set) → 403.
+ */
+function hostRefusal(
+  host: string | undefined,
+  allowedHosts: string[] | undefined,
+): { status: 400 | 403; message: string } | undefined {
+  if (hostnameOf(host) === undefined) return { status: 400, message: 'Bad Request: missing or malformed Host header' };
+  if (allowedHosts) {
+    const v = validateHostHeader(host, allowedHosts);
+    if (!v.ok) return { status: 403, message: `Forbidden: ${v.message}` };
+  }
+  return undefined;
 }
 
 /** The serialized origin of an `Origin` header value (`''` when it is none). */
@@ -39,6 +63,7 @@ function originOf(value: string): string {
 export function requestGuards(config: Config) {
   const origins = new Set(config.allowedOrigins.filter((e) => e.includes('://')));
   const hostnames = config.allowedOrigins.filter((e) => !e.includes('://'));
+  const acceptedHosts = new LRUCache<string, true>({ max: HOST_VERDICTS });
   return async (req: FastifyRequest, reply: FastifyReply) => {
     const origin = req.headers.origin;
     if (origin !== undefined && !(origins.size && origins.has(originOf(origin)))) {
@@ -47,15 +72,11 @@ export function requestGuards(config: Config) {
         return reply.code(403).send(jsonRpcErrorBody(null, ErrorCode.InvalidRequest, `Forbidden: ${v.message}`));
     }
     const host = req.headers.host;
-    if (hostnameOf(host) === undefined) {
-      return reply
-        .code(400)
-        .send(jsonRpcErrorBody(null, ErrorCode.InvalidRequest, 'Bad Request: missing or malformed Host header'));
-    }
-    if (config.allowedHosts) {
-      const v = validateHostHeader(host, config.allowedHosts);
-      if (!v.ok)
-        return reply.code(403).send(jsonRpcErrorBody(null, ErrorCode.InvalidRequest, `Forbidden: ${v.message}`));
+    if (host === undefined || !acceptedHosts.has(host)) {
+      const refused = hostRefusal(host, config.allowedHosts);
+      if (refused)
+        return reply.code(refused.status).send(jsonRpcErrorBody(null, ErrorCode.InvalidRequest, refused.message));
+      acceptedHosts.set(host!, true);
     }
     if ((req.method === 'DELETE' || req.method === 'GET') && !Number(req.headers['content-length'] ?? 0)) {
       delete req.headers['content-type'];

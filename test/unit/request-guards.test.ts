@@ -1,0 +1,55 @@
+/**
+ * The Host rule of `/mcp` (apps/gateway/src/request-guards.ts): a missing or malformed Host is
+ * 400, one outside ALLOWED_HOSTS 403, and the verdict remembered for an accepted Host never
+ * lets another value through: every refused value is refused again, however often an accepted
+ * one came before.
+ */
+import { describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import type { Config } from '@mcp-tasks/config';
+import { requestGuards } from '../../apps/gateway/src/request-guards.js';
+
+/** Runs the hook on a POST with `host`; the status it answered, or 'passed'. */
+async function run(hook: ReturnType<typeof requestGuards>, host: string | undefined): Promise<number | 'passed'> {
+  let status: number | undefined;
+  const reply = {
+    code(s: number) {
+      status = s;
+      return reply;
+    },
+    send: () => reply,
+  };
+  const headers: Record<string, string> = { 'content-type': 'application/json' };
+  if (host !== undefined) headers.host = host;
+  const req = { method: 'POST', headers, raw: { headers } };
+  await hook(req as unknown as FastifyRequest, reply as unknown as FastifyReply);
+  return status ?? 'passed';
+}
+
+const config = (allowedHosts: string[] | undefined) => ({ allowedOrigins: [], allowedHosts }) as unknown as Config;
+
+describe('request guards: Host', () => {
+  it('with ALLOWED_HOSTS: accepted hosts pass every time, others are refused every time', async () => {
+    const hook = requestGuards(config(['localhost', '[::1]']));
+    for (let i = 0; i < 3; i++) {
+      assert.equal(await run(hook, 'localhost:3000'), 'passed');
+      assert.equal(await run(hook, '[::1]:8080'), 'passed');
+      assert.equal(await run(hook, 'evil.example.com'), 403);
+      assert.equal(await run(hook, 'localhost.evil.example.com:3000'), 403);
+      assert.equal(await run(hook, undefined), 400);
+      assert.equal(await run(hook, ''), 400);
+      assert.equal(await run(hook, 'local host'), 400);
+      assert.equal(await run(hook, 'localhost/x'), 400);
+    }
+  });
+
+  it('without ALLOWED_HOSTS: any well-formed host passes, a malformed one is refused every time', async () => {
+    const hook = requestGuards(config(undefined));
+    for (let i = 0; i < 3; i++) {
+      assert.equal(await run(hook, 'api.example.com'), 'passed');
+      assert.equal(await run(hook, 'user@api.example.com'), 400);
+      assert.equal(await run(hook, 'x'.repeat(300)), 400);
+    }
+  });
+});
