@@ -577,6 +577,18 @@ describe('request bodies and client checks, on a real gateway: MAX_BODY_BYTES, M
       },
     });
     port = c.gateways[0]!.port!;
+    // The gateway's three BullMQ queues write their `meta` key once they are connected, on their
+    // own time after the gateway listens: wait for them, so no snapshot below counts them as
+    // written by a request.
+    await waitFor(
+      async () => {
+        const ks = await c.keys();
+        return ['tools', 'maintenance', 'webhooks'].every((q) => ks.some((k) => k.endsWith(`:${q}:meta`)));
+      },
+      10_000,
+      50,
+      "the gateway's queues to write their meta keys",
+    );
   });
   after(async () => c?.stop());
 
