@@ -73,6 +73,79 @@ describe('verdicts: shape keys', () => {
   });
 });
 
+describe('verdicts: shape keys read off the raw text of a poll', () => {
+  const text = (b: unknown) => JSON.stringify(b);
+  const structural = (name: string, b: Record<string, unknown>) => ladderShapeKey(headers(name), structuredClone(b));
+
+  it('one key for any id of a type and any task id, another for another id type', () => {
+    const a = randomUUID();
+    const b = randomUUID();
+    const k = ladderShapeKey(headers(a), get(1, a), text(get(1, a)));
+    assert.ok(k);
+    assert.notEqual(k, structural(a, get(1, a)), 'read off the text');
+    assert.equal(ladderShapeKey(headers(b), get(123456, b), text(get(123456, b))), k);
+    const s = ladderShapeKey(headers(b), get('x-1', b), text(get('x-1', b)));
+    assert.ok(s);
+    assert.notEqual(s, k, 'a string id is another shape');
+    assert.equal(ladderShapeKey(headers(a), get('y', a), text(get('y', a))), s);
+  });
+
+  it('the JSON key when the text does not pin the values down', () => {
+    const a = randomUUID();
+    const cases: [string, Record<string, unknown>, string][] = [
+      ['an escape sequence', get(1, a), text(get(1, a)).replace('tasks/get', 'tasks\\/get')],
+      ['"id": twice', get(1, a, { ...META, id: 1 }), text(get(1, a, { ...META, id: 1 }))],
+      ['the task id twice', get(1, a, { ...META, x: a }), text(get(1, a, { ...META, x: a }))],
+      ['spacing after the id key', get(1, a), text(get(1, a)).replace('"id":1', '"id" : 1')],
+      ['an id written otherwise', get(1, a), text(get(1, a)).replace('"id":1', '"id":1.0')],
+    ];
+    for (const [what, body, raw] of cases) {
+      assert.deepEqual(JSON.parse(raw), body, what);
+      assert.equal(ladderShapeKey(headers(a), structuredClone(body), raw), structural(a, body), what);
+    }
+    const notMinted = 'plain-token';
+    assert.equal(
+      ladderShapeKey(headers(notMinted), get(1, notMinted), text(get(1, notMinted))),
+      structural(notMinted, get(1, notMinted)),
+      'a task id this service does not mint',
+    );
+  });
+
+  it('texts written differently are different shapes, never confused', () => {
+    const a = randomUUID();
+    const b = randomUUID();
+    const k = ladderShapeKey(headers(a), get(1, a), text(get(1, a)));
+    assert.notEqual(ladderShapeKey(headers(a), get(1, a), JSON.stringify(get(1, a), null, 1)), k);
+    // The top-level id written with spacing, the same value under "id": in _meta: that one is
+    // masked, the top-level id stays in the key, so another top-level id is another key.
+    const nested = (id: number, t: string) => {
+      const body = get(id, t, { ...META, id });
+      return [body, text(body).replace(`"id":${id},"method"`, `"id" :${id},"method"`)] as const;
+    };
+    const [b1, t1] = nested(1, a);
+    const [b2, t2] = nested(2, b);
+    assert.deepEqual(JSON.parse(t1), b1);
+    assert.notEqual(ladderShapeKey(headers(a), b1, t1), ladderShapeKey(headers(b), b2, t2));
+  });
+
+  it('the JSON key leaves the body as it was', () => {
+    const a = randomUUID();
+    const body = get(7, a);
+    ladderShapeKey(headers(a), body);
+    assert.deepEqual(body, get(7, a));
+    const call = {
+      jsonrpc: '2.0',
+      id: 'c',
+      method: 'tools/call',
+      params: { name: 'add', arguments: { a: 1 }, _meta: META },
+    };
+    const h = { httpMethod: 'POST', protocolVersion: '2026-07-28', method: 'tools/call', name: 'add' };
+    assert.ok(ladderShapeKey(h, call));
+    assert.deepEqual(call.params.arguments, { a: 1 });
+    assert.equal(call.id, 'c');
+  });
+});
+
 describe('verdicts: classify with the memo', () => {
   it('an accepted shape does not make a mismatching or missing header pass afterwards', () => {
     const registry = new ToolRegistry([]);
@@ -89,6 +162,14 @@ describe('verdicts: classify with the memo', () => {
     const other = randomUUID();
     assert.equal(classify(get(9, a), registry, { http: http(other) }).rejected?.cell, 'name-header-mismatch');
     assert.equal(classify(get(9, a), registry, { http: http(undefined) }).rejected?.cell, 'name-header-missing');
+    // The same with the raw text (the key a poll usually gets).
+    const withText = (name: string | undefined, id: number) => ({
+      http: { ...http(name), bodyText: JSON.stringify(get(id, a)) },
+    });
+    for (let i = 0; i < 3; i++) assert.equal(classify(get(i, a), registry, withText(a, i)).rejected, undefined);
+    assert.ok(classify(get(1, a), registry, withText(a, 1)).shape, 'remembered');
+    assert.equal(classify(get(9, a), registry, withText(other, 9)).rejected?.cell, 'name-header-mismatch');
+    assert.equal(classify(get(9, a), registry, withText(undefined, 9)).rejected?.cell, 'name-header-missing');
     // And a shape refused once is refused again (refusals are not remembered, but not lost either).
     const noVersion = { method: 'POST', headers: { 'mcp-method': 'tasks/get', 'mcp-name': a } };
     assert.ok(classify(get(1, a), registry, { http: noVersion }).rejected);

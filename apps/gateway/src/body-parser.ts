@@ -32,6 +32,16 @@ import Assembler from 'stream-json/core/assembler.js';
 import { getManyValues, none } from 'stream-chain/defs.js';
 import { ErrorCode } from './errors.js';
 
+declare module 'fastify' {
+  interface FastifyRequest {
+    /**
+     * The body's JSON text as it came, for a body of at most SMALL_BODY_BYTES (undefined for a
+     * larger one): the validation memo reads a poll's shape off it (verdicts.ts).
+     */
+    bodyText: string | undefined;
+  }
+}
+
 /** Deepest JSON nesting accepted (objects and arrays). */
 export const MAX_JSON_DEPTH = 64;
 /** Bodies up to this many bytes are parsed by `JSON.parse` (secure-json-parse) once complete. */
@@ -132,23 +142,35 @@ class BoundedJson {
   }
 }
 
-/** Checks nesting and key count of a parsed value (small bodies only; iterative). @throws BodyRefusedError */
+/** Checks nesting and key count of a parsed value (small bodies only). @throws BodyRefusedError */
 function checkShape(value: unknown, maxDepth: number, maxKeys: number): void {
-  let keys = 0;
-  const stack: [unknown, number][] = [[value, 1]];
-  while (stack.length) {
-    const [v, depth] = stack.pop()!;
-    if (typeof v !== 'object' || v === null) continue;
-    if (depth > maxDepth) throw tooDeep(maxDepth);
-    const children = Array.isArray(v) ? v : Object.values(v);
-    if (!Array.isArray(v) && (keys += children.length) > maxKeys) throw tooManyKeys(maxKeys);
-    for (const child of children) if (typeof child === 'object' && child !== null) stack.push([child, depth + 1]);
-  }
+  if (typeof value === 'object' && value !== null) countKeys(value, 1, 0, maxDepth, maxKeys);
 }
 
-/** Parses a complete small body. @throws BodyRefusedError */
-function parseSmall(body: Buffer, maxDepth: number, maxKeys: number): unknown {
+/**
+ * Walks `v` (at nesting `depth`) and returns `keys` plus its object keys. Recursive, without an
+ * object per node: a depth past `maxDepth` throws before going further, so it never recurses
+ * more than `maxDepth` (64) deep. @throws BodyRefusedError
+ */
+function countKeys(v: object, depth: number, keys: number, maxDepth: number, maxKeys: number): number {
+  if (depth > maxDepth) throw tooDeep(maxDepth);
+  if (Array.isArray(v)) {
+    for (const child of v as unknown[])
+      if (typeof child === 'object' && child !== null) keys = countKeys(child, depth + 1, keys, maxDepth, maxKeys);
+    return keys;
+  }
+  for (const k in v) {
+    if (++keys > maxKeys) throw tooManyKeys(maxKeys);
+    const child = (v as Record<string, unknown>)[k];
+    if (typeof child === 'object' && child !== null) keys = countKeys(child, depth + 1, keys, maxDepth, maxKeys);
+  }
+  return keys;
+}
+
+/** Parses a complete small body, kept as `req.bodyText`. @throws BodyRefusedError */
+function parseSmall(req: FastifyRequest, body: Buffer, maxDepth: number, maxKeys: number): unknown {
   const text = body.toString('utf8');
+  req.bodyText = text;
   if (text.trim() === '') throw parseError("Body cannot be empty when content-type is set to 'application/json'");
   let value: unknown;
   try {
@@ -178,6 +200,7 @@ export function tooLargeMessage(limit: number, limits: BodyLimits): string {
  */
 export function registerJsonBodyParser(app: FastifyInstance, limits: BodyLimits): void {
   const maxDepth = limits.maxJsonDepth ?? MAX_JSON_DEPTH;
+  if (!app.hasRequestDecorator('bodyText')) app.decorateRequest('bodyText', undefined);
   app.removeAllContentTypeParsers();
   app.addContentTypeParser('application/json', (req, payload: IncomingMessage, done) => {
     const limit = bodyLimitOf(req, limits);
@@ -210,7 +233,7 @@ export function registerJsonBodyParser(app: FastifyInstance, limits: BodyLimits)
     };
     const onEnd = () => {
       try {
-        stop(null, streamed ? streamed.end() : parseSmall(Buffer.concat(small!), maxDepth, limits.maxJsonKeys));
+        stop(null, streamed ? streamed.end() : parseSmall(req, Buffer.concat(small!), maxDepth, limits.maxJsonKeys));
       } catch (e) {
         stop(e as Error);
       }

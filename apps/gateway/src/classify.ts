@@ -26,7 +26,13 @@ import type { ToolRegistry } from '@mcp-tasks/tools/internal';
 import { declaresTasksExtension } from './tasks-extension.js';
 import { parseArguments } from './arguments.js';
 import { checkParamHeaders, checkStandardHeaders } from './headers.js';
-import { ladderAccepted, ladderShapeKey, rememberLadderAccepted, type LadderHeaders } from './verdicts.js';
+import {
+  ladderAccepted,
+  ladderShapeKey,
+  rememberLadderAccepted,
+  type LadderHeaders,
+  type ShapeVerdict,
+} from './verdicts.js';
 
 /** Protocol revisions served on the modern (per-request `_meta`) lane. */
 export const MODERN_VERSIONS = ['2026-07-28'];
@@ -80,6 +86,11 @@ export interface Classification {
   rejected?: InboundLadderRejection;
   /** The request carries a `requestState` (an MRTR retry continuing earlier work). */
   continues: boolean;
+  /**
+   * What the validation memo knows of this request's shape (verdicts.ts), when it has one and
+   * the ladder accepted it: the hot path keeps its envelope verdict there.
+   */
+  shape?: ShapeVerdict;
 }
 
 const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
@@ -106,6 +117,8 @@ export function missingCaps(
 export interface HttpSide {
   method: string;
   headers: Record<string, string | string[] | undefined>;
+  /** The body's JSON text as it came, when the parser kept it (body-parser.ts): the memo's key. */
+  bodyText?: string;
 }
 
 const first = (v: string | string[] | undefined) => (Array.isArray(v) ? v[0] : v);
@@ -157,13 +170,17 @@ export function classify(body: unknown, registry: ToolRegistry, o: ClassifyOptio
     };
     // A shape that passed the ladder before passes again (verdicts.ts); the Mcp-Param-* headers
     // depend on the arguments and are checked every time.
-    const shape = ladderShapeKey(headers, body);
-    let modern = ladderAccepted(shape);
-    if (modern === undefined) {
+    const key = ladderShapeKey(headers, body, o.http.bodyText);
+    const known = ladderAccepted(key);
+    let modern: boolean;
+    if (known) {
+      modern = known.modern;
+      c.shape = known;
+    } else {
       const v = ladderVerdict(headers, body);
       c.rejected = v.rejected;
       modern = v.modernRequest;
-      if (!c.rejected) rememberLadderAccepted(shape, modern);
+      if (!c.rejected && key !== undefined) c.shape = rememberLadderAccepted(key, modern);
     }
     if (!c.rejected && modern && c.method === 'tools/call') c.rejected = paramHeadersVerdict(registry, b, h);
   }

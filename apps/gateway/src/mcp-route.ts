@@ -288,7 +288,7 @@ function classifyRequest(gw: Gateway, req: FastifyRequest, body: McpBody | undef
   const c = classify(body, gw.registry, {
     maxArgumentsBytes: config.limits.maxArgumentsBytes,
     bodyBytes: Number(req.headers['content-length']) || undefined,
-    http: { method: req.method, headers: req.headers },
+    http: { method: req.method, headers: req.headers, bodyText: req.bodyText },
     legacyCaps: legacyCallCapabilities(session),
     legacyTask: asksLegacyTask(session, body?.params),
   });

@@ -18,18 +18,41 @@
  *    request, by classify.ts). The tool name stays in the key, as its `Mcp-Name` header.
  * Anything else (another method, an odd id, a long body: over 4 KB of shape) gets no key and is
  * validated in full.
+ *
+ * A poll's key is usually made from its raw JSON text (`rawShapeKey`, which the body parser
+ * keeps for bodies of up to 4 KiB) instead of serializing the parsed body again: the same
+ * abstraction, read off the text where the text pins it down, and the JSON key otherwise.
  */
 import { LRUCache } from 'lru-cache';
 import { isSpecType } from '@modelcontextprotocol/server';
+import { isWellFormedTaskId } from '@mcp-tasks/task-store';
 
 /** Shapes remembered per cache (a gateway sees a few client versions, not thousands). */
 const MAX_SHAPES = 1000;
 /** Longest shape key remembered (characters). */
 const MAX_KEY_CHARS = 4096;
 const PLAIN_TOKEN = /^[A-Za-z0-9._~-]{1,200}$/;
+/** Characters that may follow a JSON value inside an object. */
+const VALUE_END = new Set([',', '}', ' ', '\t', '\n', '\r']);
+/** What the id's value and the task id read as in a raw shape key (neither can occur in JSON text). */
+const ID_MASK = '\u0000';
+const TASK_ID_MASK = '\u0001';
+/** What `params.arguments` of a `tools/call` reads as in a shape key. */
+const NO_ARGUMENTS = Object.freeze({});
 
-/** Shape → the ladder accepted it as a modern request (true: the `Mcp-Param-*` rung follows) or otherwise. */
-const ladder = new LRUCache<string, boolean>({ max: MAX_SHAPES });
+/**
+ * What is known of an accepted request shape: the ladder accepted it as a modern request
+ * (`modern`: the `Mcp-Param-*` rung follows) or otherwise; `envelope`, once the hot path has
+ * checked it, whether its `_meta` is the well-formed 2026 envelope (the shape key holds the
+ * whole `_meta`, so the answer is the same for every request of the shape).
+ */
+export interface ShapeVerdict {
+  modern: boolean;
+  envelope?: boolean;
+}
+
+/** Shape → what is known of it (only accepted shapes). */
+const ladder = new LRUCache<string, ShapeVerdict>({ max: MAX_SHAPES });
 const envelopes = new LRUCache<string, boolean>({ max: MAX_SHAPES });
 
 const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
@@ -46,46 +69,111 @@ export interface LadderHeaders {
  * The shape key of a request for the ladder's memo (module docstring), or undefined when this
  * request must be validated in full.
  */
-export function ladderShapeKey(h: LadderHeaders, body: unknown): string | undefined {
+export function ladderShapeKey(h: LadderHeaders, body: unknown, text?: string): string | undefined {
   if (!isObject(body) || !isObject(body.params)) return undefined;
-  const { id, params, ...rest } = body;
-  const idShape = typeof id === 'string' ? 's' : Number.isSafeInteger(id) ? 'i' : undefined;
-  if (idShape === undefined) return undefined;
-  let shaped: Record<string, unknown>;
+  if (text !== undefined) {
+    const raw = rawShapeKey(h, body, text);
+    if (raw !== undefined) return raw;
+  }
+  const { id, params } = body;
+  // The id's type only: masked as '' or 0 (the same type keeps V8's object shape).
+  const idMask = typeof id === 'string' ? '' : Number.isSafeInteger(id) ? 0 : undefined;
+  if (idMask === undefined) return undefined;
+  let field: 'taskId' | 'arguments' | undefined;
+  let mask: unknown;
   if (body.method === 'tasks/get' || body.method === 'tasks/cancel') {
     const taskId = params.taskId;
     if (typeof taskId !== 'string' || !PLAIN_TOKEN.test(taskId) || h.name !== taskId) return undefined;
-    shaped = { ...params, taskId: '' };
+    field = 'taskId';
+    mask = '';
   } else if (body.method === 'tools/call') {
     if (typeof params.name !== 'string' || !PLAIN_TOKEN.test(params.name) || h.name !== params.name) return undefined;
-    if (params.arguments !== undefined && !isObject(params.arguments)) return undefined;
-    shaped = params.arguments === undefined ? params : { ...params, arguments: {} };
+    if (params.arguments !== undefined) {
+      if (!isObject(params.arguments)) return undefined;
+      field = 'arguments';
+      mask = NO_ARGUMENTS;
+    }
   } else return undefined;
+  // The body itself as JSON, with the abstracted values masked in place for the length of the
+  // call and put back (no copy of the body: this runs on every request).
+  const saved = field === undefined ? undefined : params[field];
+  body.id = idMask;
+  if (field !== undefined) params[field] = mask;
   let key: string;
   try {
-    key = JSON.stringify([h.httpMethod, h.protocolVersion ?? null, h.method ?? null, idShape, rest, shaped]);
+    key = JSON.stringify([h.httpMethod, h.protocolVersion ?? null, h.method ?? null]) + JSON.stringify(body);
   } catch {
     return undefined;
+  } finally {
+    body.id = id;
+    if (field !== undefined) params[field] = saved;
   }
   return key.length <= MAX_KEY_CHARS ? key : undefined;
 }
 
 /**
- * Whether a request of this shape passed the ladder before: undefined when not known (validate
- * in full), else whether it passed as a modern request (the `Mcp-Param-*` rung follows).
+ * The shape key of a `tasks/get` or `tasks/cancel` read off its raw JSON `text` (the body exactly
+ * as it came; `body` is its parse): the text with the id's value and the task id masked, after
+ * the headers and the id's type. Only when the text pins both values down, else undefined:
+ *  - no backslash in the text: no escape sequence, so every string in it reads as its value;
+ *  - `"id":` occurs once, followed by exactly the id's JSON and then `,`, `}` or whitespace;
+ *  - the task id is one this service mints (a UUID, which cannot occur inside a number or a
+ *    literal), equals `Mcp-Name`, and occurs once in the text: at `params.taskId`.
+ * Two texts with the same key then differ only in the id's value (of the same type) and in the
+ * task id, which is all the JSON key abstracts too (a text written differently, e.g. with other
+ * spacing or key order, is another shape: validated once more, never confused).
  */
-export const ladderAccepted = (key: string | undefined): boolean | undefined =>
+function rawShapeKey(h: LadderHeaders, body: Record<string, unknown>, text: string): string | undefined {
+  if (body.method !== 'tasks/get' && body.method !== 'tasks/cancel') return undefined;
+  const taskId = (body.params as Record<string, unknown>).taskId;
+  const id = body.id;
+  if (!isWellFormedTaskId(taskId) || h.name !== taskId) return undefined;
+  if (!(typeof id === 'string' || Number.isSafeInteger(id))) return undefined;
+  if (text.length > MAX_KEY_CHARS || text.includes('\\')) return undefined;
+  const at = text.indexOf('"id":');
+  if (at < 0 || text.indexOf('"id":', at + 5) >= 0) return undefined;
+  const idJson = JSON.stringify(id);
+  const from = at + 5;
+  const to = from + idJson.length;
+  if (!text.startsWith(idJson, from) || !VALUE_END.has(text[to]!)) return undefined;
+  const tid = text.indexOf(taskId);
+  if (tid < 0 || text.indexOf(taskId, tid + 1) >= 0) return undefined;
+  // `"id":` ends before the task id begins or starts after it ends (the task id has no `"`).
+  const [first, second] = tid < from ? [tid, from] : [from, tid];
+  const [firstEnd, firstMask] = tid < from ? [tid + taskId.length, TASK_ID_MASK] : [to, ID_MASK];
+  const [secondEnd, secondMask] = tid < from ? [to, ID_MASK] : [tid + taskId.length, TASK_ID_MASK];
+  return (
+    `r${h.httpMethod}\n${h.protocolVersion ?? '\u0002'}\n${h.method ?? '\u0002'}\n${typeof id === 'string' ? 's' : 'i'}\n` +
+    text.slice(0, first) +
+    firstMask +
+    text.slice(firstEnd, second) +
+    secondMask +
+    text.slice(secondEnd)
+  );
+}
+
+/**
+ * What is known of a request of this shape, when it passed the ladder before: undefined when
+ * not known (validate in full).
+ */
+export const ladderAccepted = (key: string | undefined): ShapeVerdict | undefined =>
   key === undefined ? undefined : ladder.get(key);
 
-/** Remembers that a request of this shape passed the ladder (`modern`: as a modern request). */
-export function rememberLadderAccepted(key: string | undefined, modern: boolean): void {
-  if (key !== undefined) ladder.set(key, modern);
+/**
+ * Remembers that a request of this shape passed the ladder (`modern`: as a modern request), and
+ * returns what is now known of it (not remembered when `key` is undefined).
+ */
+export function rememberLadderAccepted(key: string | undefined, modern: boolean): ShapeVerdict {
+  const verdict: ShapeVerdict = { modern };
+  if (key !== undefined) ladder.set(key, verdict);
+  return verdict;
 }
 
 /**
  * `_meta` carries the 2026 envelope the SDK accepts as is (its clientCapabilities and
  * clientInfo pass the spec's schemas), remembered by the `_meta` JSON (both outcomes: this check
- * has no message). `check` runs when the shape is new.
+ * has no message). `check` runs when the shape is new. (A request whose shape the ladder
+ * remembered keeps this verdict in its `ShapeVerdict` and does not come here again.)
  */
 export function envelopeVerdict(
   meta: Record<string, unknown>,
