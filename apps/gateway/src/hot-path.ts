@@ -27,6 +27,7 @@
  * `content` the SDK would add: task-handle.ts), HTTP 200; an error is
  * `{"jsonrpc":"2.0","id":…,"error":{…}}`, HTTP 200, but 400 for `-32021` (T-05).
  */
+import type { OutgoingHttpHeaders } from 'node:http';
 import type { FastifyReply } from 'fastify';
 import { newErrorId } from '@mcp-tasks/observability';
 import { toCreateTaskResult } from '@mcp-tasks/task-store';
@@ -72,6 +73,9 @@ export function servesHot(c: Classification, body: McpBody): boolean {
     if (typeof params.name !== 'string' || !(params.arguments === undefined || isObject(params.arguments)))
       return false;
   } else if (typeof params.taskId !== 'string') return false;
+  // Once per request shape the ladder remembered (its `_meta` is part of the shape).
+  const shape = c.shape;
+  if (shape) return (shape.envelope ??= wellFormedEnvelope(params._meta));
   return wellFormedEnvelope(params._meta);
 }
 
@@ -143,9 +147,12 @@ export async function serveHot(
     return;
   }
   // The SDK's encoding of a result: `resultType` (kept where the handler put it, else added),
-  // then `_meta.serverInfo`, last.
-  const encoded = { ...result, resultType: result.resultType ?? 'complete', _meta: SERVER_META };
-  send(reply, 200, { result: encoded, jsonrpc: '2.0', id });
+  // then `_meta.serverInfo`, last. `result` is this request's own object (each method builds a
+  // new one), so the two keys are set on it: a key added goes last, one present keeps its place,
+  // the same order as a copy would have.
+  result.resultType ??= 'complete';
+  result._meta = SERVER_META;
+  send(reply, 200, { result, jsonrpc: '2.0', id });
 }
 
 /**
@@ -156,15 +163,11 @@ export async function serveHot(
  */
 function send(reply: FastifyReply, status: number, message: unknown): void {
   const body = JSON.stringify(message);
-  const headers: Record<string, string | number | string[]> = {};
-  const set = reply.getHeaders();
-  for (const name in set) {
-    const value = set[name];
-    if (value !== undefined) headers[name] = value;
-  }
+  const headers = reply.getHeaders(); // a new object (Fastify copies them)
+  for (const name in headers) if (headers[name] === undefined) delete headers[name];
   headers['content-type'] = 'application/json';
   headers['content-length'] = Buffer.byteLength(body);
   reply.hijack();
-  reply.raw.writeHead(status, headers);
+  reply.raw.writeHead(status, headers as OutgoingHttpHeaders);
   reply.raw.end(body);
 }
