@@ -177,7 +177,7 @@ describe('createTask', () => {
     assert.equal(rec.status, 'working');
     assert.equal(rec.owner, 'alice');
     assert.equal(rec.tool, 'deep_research');
-    assert.deepEqual(rec.args, { topic: 'tidal energy' });
+    assert.deepEqual(JSON.parse(rec.argsJson), { topic: 'tidal energy' });
     assert.equal(rec.mode, 'task');
     assert.equal(rec.createdAt, now);
     assert.equal(rec.lastUpdatedAt, now);
@@ -1119,7 +1119,7 @@ describe("a finished task's record is compact and its outcome has its own key (c
     assert.equal(await redis.call('OBJECT', 'ENCODING', store.key(parked.rec.taskId)), 'listpack');
     assert.deepEqual((await mustGet(parked.rec.taskId)).error, error);
     assert.deepEqual(
-      (await mustGet(parked.rec.taskId)).args,
+      JSON.parse((await mustGet(parked.rec.taskId)).argsJson),
       { topic: 'tidal energy' },
       'short arguments (≤ 64 B) are kept',
     );

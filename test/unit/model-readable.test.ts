@@ -384,7 +384,7 @@ describe('built-in results: task_status and the hand-off', () => {
     status: 'working',
     owner: 'key:alice',
     tool: 'countdown',
-    args: { seconds: 9 },
+    argsJson: '{"seconds":9}',
     mode: 'task',
     createdAt: now,
     lastUpdatedAt: now,

@@ -28,7 +28,11 @@ export interface TaskRecord {
   status: TaskStatus;
   owner: string;
   tool: string;
-  args: unknown;
+  /**
+   * The call's arguments as stored (JSON; `{}` when none): a poll never needs them, so they are
+   * not parsed on each read (the worker gets them parsed from its claim).
+   */
+  argsJson: string;
   mode: TaskMode;
   createdAt: number;
   lastUpdatedAt: number;
@@ -129,16 +133,16 @@ export function parseRecord(taskId: string, h: Record<string, string>, outcome?:
   if (!h || !h.status) return null;
   const inputRequests: Record<string, unknown> = {};
   const inputResponses: Record<string, unknown> = {};
-  for (const [f, v] of Object.entries(h)) {
-    if (f.startsWith('req:')) inputRequests[f.slice(4)] = JSON.parse(v);
-    else if (f.startsWith('resp:')) inputResponses[f.slice(5)] = JSON.parse(v);
+  for (const f in h) {
+    if (f.startsWith('req:')) inputRequests[f.slice(4)] = JSON.parse(h[f]!);
+    else if (f.startsWith('resp:')) inputResponses[f.slice(5)] = JSON.parse(h[f]!);
   }
   const rec: TaskRecord = {
     taskId,
     status: h.status as TaskStatus,
     owner: h.owner ?? '',
     tool: h.tool ?? '',
-    args: h.args ? JSON.parse(h.args) : {},
+    argsJson: h.args || '{}',
     mode: (h.mode as TaskMode) ?? 'task',
     createdAt: Number(h.createdAt),
     lastUpdatedAt: Number(h.lastUpdatedAt),
