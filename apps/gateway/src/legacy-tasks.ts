@@ -18,7 +18,7 @@
  */
 import type { FastifyReply } from 'fastify';
 import { ProtocolError } from '@modelcontextprotocol/server';
-import { isWellFormedTaskId, type TaskRecord } from '@mcp-tasks/task-store';
+import { isoTime, isWellFormedTaskId, type TaskRecord } from '@mcp-tasks/task-store';
 import type { ToolDefinition } from '@mcp-tasks/tools';
 import type { Classification } from './classify.js';
 import type { Exchange, Gateway } from './context.js';
@@ -114,8 +114,8 @@ export function legacyTask(rec: TaskRecord, workersAlive?: number): Record<strin
     taskId: r.taskId,
     status: failedResult ? 'failed' : r.status,
     ...(statusMessage ? { statusMessage } : {}),
-    createdAt: new Date(r.createdAt).toISOString(),
-    lastUpdatedAt: new Date(r.lastUpdatedAt).toISOString(),
+    createdAt: isoTime(r.createdAt),
+    lastUpdatedAt: isoTime(r.lastUpdatedAt),
     ttl: r.ttlMs,
     pollInterval: r.pollIntervalMs,
   };

@@ -24,6 +24,7 @@ export { IdempotencyKeys, fingerprintOf, IDEMPOTENCY_CLAIM_GRACE_MS } from './id
 export type { IdempotencyEntry, IdempotencyClaim } from './idempotency.js';
 
 export { toDetailedTask, toCreateTaskResult, isTerminal } from './wire.js';
+export { isoTime } from './iso-time.js';
 export * from './principal-share.js';
 export * from './result-budget.js';
 export * from './checkpoint.js';

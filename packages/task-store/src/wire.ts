@@ -5,6 +5,7 @@
  */
 import { taskFailed } from '@mcp-tasks/errors';
 import type { TaskRecord } from './task-record.js';
+import { isoTime } from './iso-time.js';
 
 export type TaskStatus = 'working' | 'input_required' | 'completed' | 'failed' | 'cancelled';
 
@@ -26,8 +27,8 @@ function baseTask(rec: TaskRecord): DetailedTask {
   const t: DetailedTask = {
     taskId: rec.taskId,
     status: rec.status,
-    createdAt: new Date(rec.createdAt).toISOString(),
-    lastUpdatedAt: new Date(rec.lastUpdatedAt).toISOString(),
+    createdAt: isoTime(rec.createdAt),
+    lastUpdatedAt: isoTime(rec.lastUpdatedAt),
     ttlMs: rec.ttlMs,
     pollIntervalMs: rec.pollIntervalMs,
   };
