@@ -89,6 +89,8 @@ export const REDACT_PATHS: string[] = REDACT_KEYS.flatMap((k) => {
 const SERIALIZED_KEYS = new Set(['req', 'res']);
 
 const BEARER_RE = /\b(Bearer)\s+[A-Za-z0-9\-._~+/]+=*/gi;
+/** BEARER_RE's match, tested without the global flag (no `lastIndex` state between strings). */
+const BEARER_TEST = /\bBearer\s+[A-Za-z0-9\-._~+/]/i;
 
 /** A short random id that ties a client-facing error to its log line (`errorId`). */
 export function newErrorId(): string {
@@ -108,7 +110,8 @@ function cut(s: string, max: number, budget: { left: number }): string {
   const limit = Math.max(0, Math.min(max, budget.left));
   const kept = s.length > limit ? `${s.slice(0, limit)}…[+${s.length - limit} chars]` : s;
   budget.left -= Math.min(s.length, limit);
-  return kept.replace(BEARER_RE, '$1 [redacted]');
+  // The replace only when there is something to replace (it copies every string it runs on).
+  return BEARER_TEST.test(kept) ? kept.replace(BEARER_RE, '$1 [redacted]') : kept;
 }
 
 function bound(value: unknown, depth: number, budget: { left: number }): unknown {

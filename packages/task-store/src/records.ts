@@ -55,8 +55,8 @@ export class TaskRecords extends PrincipalSlots {
       String(OUTSTANDING_REPAIR_EVERY_MS),
       String(now + reconcile.afterMs),
       String(reconcile.maxTtlMs + 86_400_000),
-      ...Object.entries(fields).flat(),
     ];
+    for (const f in fields) args.push(f, fields[f]!);
     let r = (await this.scripts.createReserved(...args)) as number[];
     if (r[0] === 0 && r[2] === 1 && (await this.repairOutstanding(input.owner, now)) > 0)
       r = (await this.scripts.createReserved(...args)) as number[];
