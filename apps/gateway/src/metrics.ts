@@ -92,21 +92,20 @@ function watchResponse(
 ): void {
   let sseMethod: string | undefined;
   let answer: number | 'ok' | undefined;
-  // The originals, called with the response as `this` (no bound copies: this runs per request).
-  const writeHead = res.writeHead;
+  const writeHead = res.writeHead.bind(res);
   res.writeHead = function (this: ServerResponse, ...args: Parameters<ServerResponse['writeHead']>) {
-    const out = (writeHead as (...a: unknown[]) => ServerResponse).apply(this, args);
+    const out = writeHead.apply(this, args);
     const type = this.getHeader('content-type') ?? headerIn(args);
     if (sseMethod === undefined && typeof type === 'string' && type.startsWith('text/event-stream'))
       sseMethod = onSse();
     return out;
   } as ServerResponse['writeHead'];
-  const write = res.write;
+  const write = res.write.bind(res);
   res.write = function (this: ServerResponse, chunk: unknown, ...rest: unknown[]) {
     answer = sniffResponse(chunk) ?? answer;
     return (write as (...a: unknown[]) => boolean).call(this, chunk, ...rest);
   } as ServerResponse['write'];
-  const end = res.end;
+  const end = res.end.bind(res);
   res.end = function (this: ServerResponse, chunk?: unknown, ...rest: unknown[]) {
     if (typeof chunk !== 'function') answer = sniffResponse(chunk) ?? answer;
     return (end as (...a: unknown[]) => ServerResponse).call(this, chunk, ...rest);
