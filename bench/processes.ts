@@ -180,11 +180,15 @@ export async function startBench(): Promise<BenchProcesses> {
     const record = await client.hgetall(`${PREFIX}:{t:${templateId}}:task`);
     const baselinePrefix = `${PREFIX}:{baseline}`;
     const [ceiling, worker, baseline] = await settled([
-      forkChild('ceiling.ts', {
-        REDIS_URL: redis.url,
-        CEILING_PREFIX: PREFIX,
-        CEILING_RECORD: JSON.stringify(record),
-      }, profDir && join(profDir, 'ceiling')).then((x) => (started.push(x.child), x)),
+      forkChild(
+        'ceiling.ts',
+        {
+          REDIS_URL: redis.url,
+          CEILING_PREFIX: PREFIX,
+          CEILING_RECORD: JSON.stringify(record),
+        },
+        profDir && join(profDir, 'ceiling'),
+      ).then((x) => (started.push(x.child), x)),
       track(startProcess('worker', env, keep)),
       forkChild('bullmq-baseline.ts', { REDIS_URL: redis.url, BASELINE_PREFIX: baselinePrefix }).then(
         (x) => (started.push(x.child), x),
