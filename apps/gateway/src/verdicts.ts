@@ -97,10 +97,10 @@ export function ladderShapeKey(h: LadderHeaders, body: unknown, text?: string): 
   // The body itself as JSON, with the abstracted values masked in place for the length of the
   // call and put back (no copy of the body: this runs on every request).
   const saved = field === undefined ? undefined : params[field];
-  body.id = idMask;
-  if (field !== undefined) params[field] = mask;
   let key: string;
   try {
+    body.id = idMask;
+    if (field !== undefined) params[field] = mask;
     key = JSON.stringify([h.httpMethod, h.protocolVersion ?? null, h.method ?? null]) + JSON.stringify(body);
   } catch {
     return undefined;
