@@ -143,11 +143,15 @@ describe('Case B-07: worker death and rolling deploys', () => {
       undefined,
       'W1 stopped fetching: it never started the job enqueued after SIGTERM',
     );
-    // Not even fetched (a fetched job counts a started attempt, even if handed back at once).
+    // Fetched at most once, and then handed back unstarted (below: it is waiting, and W2 runs
+    // it). BullMQ's worker can fetch one job after close(): a blocking wait already in flight
+    // when close() is called goes on to moveToActive when a job arrives, without looking at
+    // `closing` again (bullmq worker.js `_getNextJob`); a clean-clone CI run read
+    // attemptsStarted=1 here. The processor refuses a job once draining, so it never runs on W1.
     const lateAttempts = await c.redis.hget(bullKey(c, 'tools', `t.${lateId}.1`), 'ats');
     assert.ok(
-      lateAttempts === null || lateAttempts === '0',
-      `the late job was never fetched by W1 (attemptsStarted=${lateAttempts})`,
+      lateAttempts === null || lateAttempts === '0' || lateAttempts === '1',
+      `the late job was fetched at most once by W1 (attemptsStarted=${lateAttempts})`,
     );
     // Nothing in `active` without a lock (and with no worker alive, nothing active at all).
     assert.deepEqual(await activeWithoutLock(c, 'tools'), []);
