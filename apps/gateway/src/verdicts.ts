@@ -161,11 +161,11 @@ export const ladderAccepted = (key: string | undefined): ShapeVerdict | undefine
 
 /**
  * Remembers that a request of this shape passed the ladder (`modern`: as a modern request), and
- * returns what is now known of it (not remembered when `key` is undefined).
+ * returns what is now known of it.
  */
-export function rememberLadderAccepted(key: string | undefined, modern: boolean): ShapeVerdict {
+export function rememberLadderAccepted(key: string, modern: boolean): ShapeVerdict {
   const verdict: ShapeVerdict = { modern };
-  if (key !== undefined) ladder.set(key, verdict);
+  ladder.set(key, verdict);
   return verdict;
 }
 
