@@ -19,9 +19,9 @@
  * Anything else (another method, an odd id, a long body: over 4 KB of shape) gets no key and is
  * validated in full.
  *
- * A poll's key is usually made from its raw JSON text (`rawShapeKey`, which the body parser
- * keeps for bodies of up to 4 KiB) instead of serializing the parsed body again: the same
- * abstraction, read off the text where the text pins it down, and the JSON key otherwise.
+ * The key of a poll or a call is usually made from its raw JSON text (`rawShapeKey`, which the
+ * body parser keeps for bodies of up to 4 KiB) instead of serializing the parsed body again: the
+ * same abstraction, read off the text where the text pins it down, and the JSON key otherwise.
  */
 import { LRUCache } from 'lru-cache';
 import { isSpecType } from '@modelcontextprotocol/server';
@@ -34,9 +34,10 @@ const MAX_KEY_CHARS = 4096;
 const PLAIN_TOKEN = /^[A-Za-z0-9._~-]{1,200}$/;
 /** Characters that may follow a JSON value inside an object. */
 const VALUE_END = new Set([',', '}', ' ', '\t', '\n', '\r']);
-/** What the id's value and the task id read as in a raw shape key (neither can occur in JSON text). */
+/** What the id's value, the task id and the arguments read as in a raw shape key (none can occur in JSON text). */
 const ID_MASK = '\u0000';
 const TASK_ID_MASK = '\u0001';
+const ARGUMENTS_MASK = '\u0003';
 /** What `params.arguments` of a `tools/call` reads as in a shape key. */
 const NO_ARGUMENTS = Object.freeze({});
 
@@ -111,45 +112,117 @@ export function ladderShapeKey(h: LadderHeaders, body: unknown, text?: string): 
   return key.length <= MAX_KEY_CHARS ? key : undefined;
 }
 
+/** A stretch of the raw text, `[from, to)`, and what it reads as in a raw shape key. */
+type Mask = readonly [from: number, to: number, mask: string];
+
 /**
- * The shape key of a `tasks/get` or `tasks/cancel` read off its raw JSON `text` (the body exactly
- * as it came; `body` is its parse): the text with the id's value and the task id masked, after
- * the headers and the id's type. Only when the text pins both values down, else undefined:
- *  - no backslash in the text: no escape sequence, so every string in it reads as its value;
- *  - `"id":` occurs once, followed by exactly the id's JSON and then `,`, `}` or whitespace;
- *  - the task id is one this service mints (a UUID, which cannot occur inside a number or a
- *    literal), equals `Mcp-Name`, and occurs once in the text: at `params.taskId`.
+ * The shape key of a `tasks/get`, `tasks/cancel` or `tools/call` read off its raw JSON `text`
+ * (the body exactly as it came; `body` is its parse): the text with the id's value and the other
+ * abstracted value (the task id, or the arguments) masked, after the headers and the id's type.
+ * Only when the text pins the masked values down, else undefined (the JSON key then):
+ *  - no backslash in the text: no escape sequence, so every string in it reads as its value and
+ *    every `"` begins or ends a string;
+ *  - `tasks/get` / `tasks/cancel`: the task id is one this service mints (a UUID, which cannot
+ *    occur inside a number or a literal), equals `Mcp-Name`, and occurs once in the text: at
+ *    `params.taskId`;
+ *  - `tools/call`: the tool name is a plain token equal to `Mcp-Name` (as for the JSON key);
+ *    when `params.arguments` is there, it is an object, the key `"arguments"` occurs once in the
+ *    text (so that once is `params.arguments`) and its value, from `{` to the matching `}`, is
+ *    masked (`valueEnd`);
+ *  - the key `"id"` occurs once outside that mask (so that once is the top-level id), its value
+ *    is exactly the id's JSON, followed by `,`, `}` or whitespace.
  * Two texts with the same key then differ only in the id's value (of the same type) and in the
- * task id, which is all the JSON key abstracts too (a text written differently, e.g. with other
- * spacing or key order, is another shape: validated once more, never confused).
+ * task id or the arguments' object, which is all the JSON key abstracts too (a text written
+ * differently, e.g. with other spacing or key order, is another shape: validated once more,
+ * never confused).
  */
 function rawShapeKey(h: LadderHeaders, body: Record<string, unknown>, text: string): string | undefined {
-  if (body.method !== 'tasks/get' && body.method !== 'tasks/cancel') return undefined;
-  const taskId = (body.params as Record<string, unknown>).taskId;
   const id = body.id;
-  if (!isWellFormedTaskId(taskId) || h.name !== taskId) return undefined;
   if (!(typeof id === 'string' || Number.isSafeInteger(id))) return undefined;
   if (text.length > MAX_KEY_CHARS || text.includes('\\')) return undefined;
-  const at = text.indexOf('"id":');
-  if (at < 0 || text.indexOf('"id":', at + 5) >= 0) return undefined;
-  const idJson = JSON.stringify(id);
-  const from = at + 5;
+  const params = body.params as Record<string, unknown>;
+  let other: Mask | null | undefined;
+  if (body.method === 'tasks/get' || body.method === 'tasks/cancel') other = taskIdMask(h, params.taskId, text);
+  else if (body.method === 'tools/call') other = argumentsMask(h, params, text);
+  if (other === undefined) return undefined;
+  const idMask = idValueMask(text, JSON.stringify(id), other);
+  if (idMask === undefined) return undefined;
+  const [first, second] = other === null || idMask[0] < other[0] ? [idMask, other] : [other, idMask];
+  let key = `r${h.httpMethod}\n${h.protocolVersion ?? '\u0002'}\n${h.method ?? '\u0002'}\n${typeof id === 'string' ? 's' : 'i'}\n`;
+  key += text.slice(0, first[0]) + first[2];
+  key += second === null ? text.slice(first[1]) : text.slice(first[1], second[0]) + second[2] + text.slice(second[1]);
+  return key;
+}
+
+/** Where the task id of a poll is in `text` (raw key rules above), or undefined. */
+function taskIdMask(h: LadderHeaders, taskId: unknown, text: string): Mask | undefined {
+  if (!isWellFormedTaskId(taskId) || h.name !== taskId) return undefined;
+  const at = text.indexOf(taskId);
+  if (at < 0 || text.indexOf(taskId, at + 1) >= 0) return undefined;
+  return [at, at + taskId.length, TASK_ID_MASK];
+}
+
+/**
+ * Where the arguments' object of a `tools/call` is in `text` (raw key rules above); null when the
+ * call has none (nothing to mask), undefined when the text does not pin it down.
+ */
+function argumentsMask(h: LadderHeaders, params: Record<string, unknown>, text: string): Mask | null | undefined {
+  if (typeof params.name !== 'string' || !PLAIN_TOKEN.test(params.name) || h.name !== params.name) return undefined;
+  if (params.arguments === undefined) return null;
+  if (!isObject(params.arguments)) return undefined;
+  const from = valueAfterOnlyKey(text, '"arguments"', null);
+  if (from === undefined || text[from] !== '{') return undefined;
+  const to = valueEnd(text, from);
+  return to === undefined ? undefined : [from, to, ARGUMENTS_MASK];
+}
+
+/** Where the id's value `idJson` is in `text`: the value of the one key `"id"` outside `other`. */
+function idValueMask(text: string, idJson: string, other: Mask | null): Mask | undefined {
+  const from = valueAfterOnlyKey(text, '"id"', other);
+  if (from === undefined) return undefined;
   const to = from + idJson.length;
   if (!text.startsWith(idJson, from) || !VALUE_END.has(text[to]!)) return undefined;
-  const tid = text.indexOf(taskId);
-  if (tid < 0 || text.indexOf(taskId, tid + 1) >= 0) return undefined;
-  // `"id":` ends before the task id begins or starts after it ends (the task id has no `"`).
-  const [first, second] = tid < from ? [tid, from] : [from, tid];
-  const [firstEnd, firstMask] = tid < from ? [tid + taskId.length, TASK_ID_MASK] : [to, ID_MASK];
-  const [secondEnd, secondMask] = tid < from ? [to, ID_MASK] : [tid + taskId.length, TASK_ID_MASK];
-  return (
-    `r${h.httpMethod}\n${h.protocolVersion ?? '\u0002'}\n${h.method ?? '\u0002'}\n${typeof id === 'string' ? 's' : 'i'}\n` +
-    text.slice(0, first) +
-    firstMask +
-    text.slice(firstEnd, second) +
-    secondMask +
-    text.slice(secondEnd)
-  );
+  return [from, to, ID_MASK];
+}
+
+/**
+ * Where the value of the key `quoted` (e.g. `"id"`) begins in `text`, when the text (parsed, no
+ * backslash) has that key exactly once outside `outside`; else undefined. Without escapes every
+ * occurrence of `"id"` is the string `id`, and a key when `:` follows (after any whitespace).
+ */
+function valueAfterOnlyKey(text: string, quoted: string, outside: Mask | null): number | undefined {
+  let found: number | undefined;
+  for (let i = text.indexOf(quoted); i >= 0; i = text.indexOf(quoted, i + quoted.length)) {
+    if (outside !== null && i >= outside[0] && i < outside[1]) continue;
+    const colon = skipSpace(text, i + quoted.length);
+    if (text[colon] !== ':') continue;
+    if (found !== undefined) return undefined;
+    found = skipSpace(text, colon + 1);
+  }
+  return found;
+}
+
+const skipSpace = (text: string, i: number) => {
+  while (text[i] === ' ' || text[i] === '\t' || text[i] === '\n' || text[i] === '\r') i++;
+  return i;
+};
+
+/**
+ * The end (exclusive) of the JSON object or array that begins at `text[from]`, in a text that
+ * parsed and has no backslash (so every `"` begins or ends a string); undefined if it does not
+ * close within the text.
+ */
+function valueEnd(text: string, from: number): number | undefined {
+  let depth = 0;
+  let inString = false;
+  for (let i = from; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    if (c === 34 /* " */) inString = !inString;
+    else if (inString) continue;
+    else if (c === 123 /* { */ || c === 91 /* [ */) depth++;
+    else if ((c === 125 /* } */ || c === 93) /* ] */ && --depth === 0) return i + 1;
+  }
+  return undefined;
 }
 
 /**
