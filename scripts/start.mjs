@@ -3,7 +3,9 @@
  * `npm start`: one gateway and one worker against REDIS_URL (the quick start, design §5).
  * Compiles first (`tsc -b`, incremental; skipped in a production-only install), then runs the
  * compiled `apps/<app>/dist/main.js`, as the Docker image does (issue 8 §4).
- * Both children get this process's environment; Ctrl-C / SIGTERM stops both gracefully.
+ * Both children get this process's environment; Ctrl-C / SIGTERM / SIGHUP (the terminal closed)
+ * stops both gracefully, then its own Redis if it runs one. A SIGKILL of this process leaves its
+ * children running (no process is told of a SIGKILL): stop them with it, e.g. `kill -- -<pgid>`.
  * If either exits by itself, one line (`start.child_exited`) names it and its exit code or
  * signal, the other is stopped and `npm start` exits with its code.
  *
@@ -31,7 +33,8 @@ const HELP = `Usage: npm start [-- --help | --version]
 Runs one gateway (http://HOST:PORT/mcp, 127.0.0.1:3000) and one worker, on the Redis of
 REDIS_URL. Without REDIS_URL it uses the Redis on 127.0.0.1:6379, or, when nothing answers
 there and redis-server is installed, runs its own (append-only file on, data in .data/redis)
-and stops it with the service. Ctrl-C or SIGTERM stops everything gracefully.
+and stops it with the service. Ctrl-C, SIGTERM or SIGHUP (the terminal closed) stops
+everything gracefully.
 For several gateways or workers, run them yourself: npm run gateway, npm run worker.
 
 Configuration comes from environment variables only; .env.example lists every one with its
@@ -166,7 +169,8 @@ children.forEach((c, i) => {
     if (allExited()) void finish(exitCode);
   });
 });
-for (const sig of ['SIGINT', 'SIGTERM']) {
+// SIGHUP: the terminal closed (its whole process group gets it); the same graceful stop.
+for (const sig of ['SIGINT', 'SIGTERM', 'SIGHUP']) {
   process.on(sig, () => {
     exiting = true;
     stopAll('SIGTERM');

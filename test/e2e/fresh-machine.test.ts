@@ -206,6 +206,46 @@ describe('npm start on a fresh machine', () => {
     );
   });
 
+  it('the terminal closes (SIGHUP to its process group): the gateway and the worker drain, then its own Redis stops', async () => {
+    const redisPort = await freePort();
+    const dir = mkdtempSync(join(tmpdir(), 'mcp-start-'));
+    cleanup.push(() => rmSync(dir, { recursive: true, force: true }));
+    const port = await freePort();
+    const s = npmStart(
+      shellEnv({
+        LOCAL_REDIS_PORT: String(redisPort),
+        LOCAL_REDIS_DIR: join(dir, 'redis'),
+        PORT: String(port),
+        WORKER_HTTP_PORT: String(await freePort()),
+        REDIS_KEY_PREFIX: `test-start-${port}`,
+        MCP_TOOLSETS: 'demo',
+      }),
+    );
+    cleanup.push(() => s.killAll());
+    let stopped = false;
+    cleanup.push(() => {
+      const pid = s.json().find((l) => l.redisPid)?.redisPid as number | undefined;
+      if (pid && !stopped && alive(pid)) process.kill(pid, 'SIGKILL');
+    });
+    await s.ready(
+      () => s.json().some((l) => l.msg === 'gateway.ready') && s.json().some((l) => l.msg === 'worker.ready'),
+      'the service to start',
+    );
+    const redisPid = s.json().find((l) => l.redisPid)!.redisPid as number;
+    // What a closing terminal does: SIGHUP to the foreground process group (Node's default for
+    // it is to exit at once, without a drain; the Redis, in a group of its own, would stay).
+    process.kill(-s.proc.pid!, 'SIGHUP');
+    const exit = await s.exited;
+    assert.ok(exit.code === 0, `${JSON.stringify(exit)}\n${s.lines.join('\n')}`);
+    const msgs = s.json().map((l) => l.msg);
+    for (const m of ['gateway.stopped', 'worker.stopped', 'start.redis_stopped'])
+      assert.ok(msgs.includes(m), `${m} in ${msgs.join(', ')}`);
+    assert.ok(msgs.indexOf('start.redis_stopped') > msgs.indexOf('gateway.stopped'), msgs.join(', '));
+    assert.ok(!alive(redisPid), 'its Redis stopped with it');
+    stopped = true;
+    assert.equal(await listening(redisPort), false);
+  });
+
   it('a Redis already answers on the port: used, none started', async () => {
     const redis = await startRedis();
     cleanup.push(() => redis.stop());

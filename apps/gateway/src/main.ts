@@ -8,7 +8,7 @@
  * and exit 1. The `gateway.ready` line names the Redis (credentials redacted), key prefix, tool
  * sets, modules and authentication modes.
  *
- * Signals: SIGTERM/SIGINT → drain for SHUTDOWN_DRAIN_DELAY_MS (/readyz fails, responses carry
+ * Signals: SIGTERM/SIGINT/SIGHUP → drain for SHUTDOWN_DRAIN_DELAY_MS (/readyz fails, responses carry
  * `Connection: close`), stop accepting, let in-flight requests finish for SHUTDOWN_GRACE_MS,
  * then hand off, close what is left and exit, within SHUTDOWN_MARGIN_MS more whatever Redis
  * does (shutdown.ts).
@@ -39,7 +39,7 @@ const HELP = `Usage: npm run gateway [-- --help | --version]
 
 The MCP gateway: POST /mcp (MCP 2026-07-28, the Tasks extension), GET /healthz, GET /readyz.
 Stateless: start as many as you like, on one Redis, with workers (npm run worker) to run the
-tools. It stops gracefully on SIGTERM or Ctrl-C.
+tools. It stops gracefully on SIGTERM, Ctrl-C or SIGHUP.
 
   HOST, PORT         where it listens (127.0.0.1, 3000)
   AUTH_API_KEYS, AUTH_JWT_*, AUTH_ALLOW_ANONYMOUS
@@ -103,6 +103,8 @@ async function main() {
   });
   process.once('SIGTERM', () => void shutdown('SIGTERM'));
   process.once('SIGINT', () => void shutdown('SIGINT'));
+  // The terminal closed (npm start in a shell): a graceful stop too, not Node's default exit.
+  process.once('SIGHUP', () => void shutdown('SIGHUP'));
 }
 
 /**

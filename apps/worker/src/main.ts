@@ -5,7 +5,7 @@
  * WORKER_HEARTBEAT_MS, presence.ts) and serves `/metrics`, `/healthz`, `/readyz` on
  * WORKER_HTTP_PORT; exports a span per step when tracing is on (N-14).
  *
- * Signals: SIGTERM/SIGINT → drain.ts: stop fetching, tell running steps (`ctx.drainSignal`) so
+ * Signals: SIGTERM/SIGINT/SIGHUP → drain.ts: stop fetching, tell running steps (`ctx.drainSignal`) so
  * that they checkpoint and move to another worker at once, release the rest after
  * SHUTDOWN_GRACE_MS; the process exits within SHUTDOWN_GRACE_MS + 3 s whatever Redis does (R-02).
  * A liveness key refreshed from a worker thread (liveness.ts) lets the other workers move the
@@ -66,8 +66,8 @@ const HELP = `Usage: npm run worker [-- --help | --version]
 An MCP task worker: runs the tools' steps (BullMQ jobs from Redis), the input timeouts and the
 reconciler. Start as many as you like, on the Redis of the gateways, with the same tool sets
 and tool modules. Its operations port (WORKER_HTTP_PORT; unset: 9464, or a free port when
-9464 is taken, logged; off disables it) serves /metrics, /healthz and /readyz. SIGTERM or
-Ctrl-C lets running steps finish, then hands the rest to other workers.
+9464 is taken, logged; off disables it) serves /metrics, /healthz and /readyz. SIGTERM,
+Ctrl-C or SIGHUP lets running steps finish, then hands the rest to other workers.
 
   WORKER_CONCURRENCY steps one worker runs at once (50)`;
 

@@ -39,7 +39,7 @@ export interface ShutdownDeps {
   connection: RedisClient;
 }
 
-/** Handles SIGTERM and SIGINT (the first one of either; later ones are ignored). */
+/** Handles SIGTERM, SIGINT and SIGHUP (the first one of them; later ones are ignored). */
 export function onShutdownSignals(d: ShutdownDeps): void {
   const { heartbeat, advert, continuity, clock, liveness, ops, tracing } = d;
   const shutdown = async (sig: string) => {
@@ -72,4 +72,6 @@ export function onShutdownSignals(d: ShutdownDeps): void {
   };
   process.once('SIGTERM', () => void shutdown('SIGTERM'));
   process.once('SIGINT', () => void shutdown('SIGINT'));
+  // The terminal closed (npm start in a shell): a graceful stop too, not Node's default exit.
+  process.once('SIGHUP', () => void shutdown('SIGHUP'));
 }
