@@ -17,6 +17,7 @@ import { connect } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { request } from 'node:http';
+import { gzipSync } from 'node:zlib';
 import { sleep, startCluster, waitFor, type Cluster } from '../support/cluster.js';
 import { callTool, cancelTask, getTask, isTerminal, pollTask, roundRobin, rpc, updateTask } from '../support/mcp.js';
 import { declareOnly, mcpHeaders, send } from '../support/raw-http.js';
@@ -734,6 +735,43 @@ describe('request bodies and client checks, on a real gateway: MAX_BODY_BYTES, M
         await keys(),
       );
     }
+  });
+
+  it('a gzip body (Content-Encoding: gzip) → 415 -32600 with Accept-Encoding: identity, no byte of it quoted, nothing written; the same request uncompressed is served', async () => {
+    const text = serialise(envelope('server/discover'));
+    const headers = mcpHeaders('server/discover', ALICE);
+    const before = await keys();
+    const r = await send({ port, headers: { ...headers, 'content-encoding': 'gzip' }, body: gzipSync(text) });
+    assert.equal(r.status, 415, r.text);
+    assert.equal(r.headers['accept-encoding'], 'identity');
+    const json = JSON.parse(r.text);
+    assert.equal(json.error.code, -32600);
+    assert.equal(
+      json.error.message,
+      'Unsupported Media Type: Content-Encoding is not supported; send the body uncompressed',
+    );
+    assert.equal(json.id, null);
+    assert.deepEqual(await keys(), before, 'a refused request writes nothing');
+    const plain = await send({ port, headers, body: text });
+    assert.equal(plain.status, 200, plain.text);
+    assert.ok(JSON.parse(plain.text).result, plain.text);
+  });
+
+  it('an id that is not a string or a safe integer (a fraction, 2^53, 1e30, true, an object) → 400 -32600 saying which integers are ids, nothing written; 2^53 - 1 is served', async () => {
+    const text = (id: string) => serialise(envelope('server/discover')).replace('"id":"shape"', `"id":${id}`);
+    assert.match(text('7'), /"id":7,/);
+    for (const id of ['1.5', '9007199254740992', '1e30', 'true', '{}']) {
+      await refused(
+        await post('server/discover', text(id)),
+        400,
+        -32600,
+        /^Invalid Request: id must be a string or an integer from -\(2\^53 - 1\) to 2\^53 - 1 \(9007199254740991\)$/,
+        await keys(),
+      );
+    }
+    const ok = await post('server/discover', text('9007199254740991'));
+    assert.equal(ok.status, 200, ok.text);
+    assert.equal(ok.json.id, 9007199254740991);
   });
 
   it('nesting depth 64 while parsing, under and over 4 KiB: depth 64 is served, 65 is 400 -32600, nothing written (arrays and objects alike)', async () => {

@@ -22,7 +22,8 @@ export interface RawRequest {
   path?: string;
   method?: string;
   headers?: Record<string, string>;
-  body?: string;
+  /** Sent as is (a Buffer for bytes that are not UTF-8 text, e.g. a gzip body). */
+  body?: string | Buffer;
   /** Source address, e.g. `127.0.0.2`. */
   from?: string;
   timeoutMs?: number;

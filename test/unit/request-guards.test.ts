@@ -11,16 +11,25 @@ import type { Config } from '@mcp-tasks/config';
 import { requestGuards } from '../../apps/gateway/src/request-guards.js';
 
 /** Runs the hook on a POST with `host`; the status it answered, or 'passed'. */
-async function run(hook: ReturnType<typeof requestGuards>, host: string | undefined): Promise<number | 'passed'> {
+async function run(
+  hook: ReturnType<typeof requestGuards>,
+  host: string | undefined,
+  extra: Record<string, string> = {},
+  answered: Record<string, string> = {},
+): Promise<number | 'passed'> {
   let status: number | undefined;
   const reply = {
     code(s: number) {
       status = s;
       return reply;
     },
+    header(name: string, value: string) {
+      answered[name] = value;
+      return reply;
+    },
     send: () => reply,
   };
-  const headers: Record<string, string> = { 'content-type': 'application/json' };
+  const headers: Record<string, string> = { 'content-type': 'application/json', ...extra };
   if (host !== undefined) headers.host = host;
   const req = { method: 'POST', headers, raw: { headers } };
   await hook(req as unknown as FastifyRequest, reply as unknown as FastifyReply);
@@ -51,5 +60,20 @@ describe('request guards: Host', () => {
       assert.equal(await run(hook, 'user@api.example.com'), 400);
       assert.equal(await run(hook, 'x'.repeat(300)), 400);
     }
+  });
+});
+
+describe('request guards: Content-Encoding', () => {
+  it('a POST body in any coding but identity is 415 with Accept-Encoding: identity; identity, an empty value or none passes', async () => {
+    const hook = requestGuards(config(undefined));
+    for (const coding of ['gzip', 'deflate', 'br', 'zstd', 'gzip, identity', 'x-unknown']) {
+      const answered: Record<string, string> = {};
+      assert.equal(await run(hook, 'localhost:3000', { 'content-encoding': coding }, answered), 415, coding);
+      assert.equal(answered['accept-encoding'], 'identity', coding);
+    }
+    for (const coding of ['identity', 'Identity', ' identity ', '']) {
+      assert.equal(await run(hook, 'localhost:3000', { 'content-encoding': coding }), 'passed', coding);
+    }
+    assert.equal(await run(hook, 'localhost:3000'), 'passed');
   });
 });

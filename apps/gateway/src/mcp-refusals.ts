@@ -15,6 +15,10 @@ import type { SlotOutcome } from './creation-slot.js';
 import { sendRefusal } from './limits.js';
 import { replyStoreUnavailable } from './store-unavailable-reply.js';
 
+/** The message of a refused JSON-RPC id (400, `-32600`, B-01). */
+export const ID_REFUSED =
+  'Invalid Request: id must be a string or an integer from -(2^53 - 1) to 2^53 - 1 (9007199254740991)';
+
 /**
  * Refuses a body that is not one JSON-RPC message with a valid id: a batch (H-07, N-07) or an
  * id that is neither a string nor an integer (B-01). Both are HTTP 400 `-32600` with a `null` id.
@@ -34,7 +38,8 @@ export function refuseMalformedMessage(body: McpBody | undefined, reply: Fastify
         ),
       );
   }
-  // B-01: an id is a string or an integer; `null`, fractions, booleans and objects are
+  // B-01: an id is a string or an integer that a JSON number holds exactly (|id| ≤ 2^53 − 1:
+  // a larger one comes back as another number); `null`, fractions, booleans and objects are
   // refused before anything runs (a `null` id is not a notification, N-07).
   if (
     body &&
@@ -42,9 +47,7 @@ export function refuseMalformedMessage(body: McpBody | undefined, reply: Fastify
     'id' in body &&
     !(typeof body.id === 'string' || Number.isSafeInteger(body.id))
   ) {
-    return reply
-      .code(400)
-      .send(jsonRpcErrorBody(null, ErrorCode.InvalidRequest, 'Invalid Request: id must be a string or an integer'));
+    return reply.code(400).send(jsonRpcErrorBody(null, ErrorCode.InvalidRequest, ID_REFUSED));
   }
   return undefined;
 }

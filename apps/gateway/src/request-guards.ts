@@ -8,8 +8,11 @@
  *    default when the gateway binds a loopback address) → 403 (DNS rebinding defence);
  *  - `Content-Type` of a POST: not `application/json` → 415 (H-07); on a body-less GET or
  *    DELETE it is dropped (clients such as the Python SDK send it on the session's DELETE, and
- *    an empty body is no JSON parse error).
- * Both answer with an id-less JSON-RPC error body (errors.ts table).
+ *    an empty body is no JSON parse error);
+ *  - `Content-Encoding` of a POST other than `identity` (a gzip body, say) → 415 with
+ *    `Accept-Encoding: identity` (RFC 9110 §15.5.16): the gateway does not decompress, and
+ *    parsing compressed bytes as JSON would answer a parse error quoting them.
+ * Each answers with an id-less JSON-RPC error body (errors.ts table).
  *
  * A client sends the same `Host` on every request, so the Host verdict (a URL parse, twice with
  * ALLOWED_HOSTS) is remembered per header value, for the first HOST_VERDICTS values a gateway
@@ -81,6 +84,19 @@ export function requestGuards(config: Config) {
     if ((req.method === 'DELETE' || req.method === 'GET') && !Number(req.headers['content-length'] ?? 0)) {
       delete req.headers['content-type'];
       delete req.raw.headers['content-type'];
+    }
+    const encoding = req.headers['content-encoding']?.trim().toLowerCase();
+    if (req.method === 'POST' && encoding && encoding !== 'identity') {
+      return reply
+        .code(415)
+        .header('accept-encoding', 'identity')
+        .send(
+          jsonRpcErrorBody(
+            null,
+            ErrorCode.InvalidRequest,
+            'Unsupported Media Type: Content-Encoding is not supported; send the body uncompressed',
+          ),
+        );
     }
     if (req.method === 'POST' && !isJsonContentType(req.headers['content-type'] ?? null)) {
       return reply
