@@ -22,6 +22,7 @@
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
+import { createServer, type AddressInfo, type Server } from 'node:net';
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { randomBytes } from 'node:crypto';
@@ -628,6 +629,86 @@ describe('npm run stack (scripts/stack.mjs)', () => {
       if (proc.exitCode === null && proc.signalCode === null) proc.kill('SIGKILL');
       await deleteKeysUnder(redis, prefix);
       redis.disconnect();
+    }
+  });
+});
+
+describe('topology: nginx (deploy/nginx) sends a read again to the next gateway when one closes the connection unanswered, never a call', () => {
+  let c: Cluster | undefined;
+  /** An upstream that reads a request's first bytes and closes the connection without an answer. */
+  let closer: Server | undefined;
+  let closed = 0;
+  const started: Nginx[] = [];
+  before(async () => {
+    c = await startCluster({ gateways: 1, workers: 0 });
+    closer = createServer((socket) => {
+      socket.on('error', () => undefined);
+      socket.once('data', () => {
+        closed++;
+        socket.destroy();
+      });
+    });
+    await new Promise<void>((resolve) => closer!.listen(0, '127.0.0.1', resolve));
+  });
+  after(async () => {
+    for (const n of started) await n.stop();
+    await new Promise((resolve) => closer?.close(resolve));
+    await c?.stop();
+  });
+
+  /** A fresh nginx whose first pick is the closer (round robin starts at the first server). */
+  const viaCloser = async () => {
+    const n = await startNginx({
+      upstreams: [`http://127.0.0.1:${(closer!.address() as AddressInfo).port}`, base(c!.urls[0]!)],
+      config: 'deploy',
+    });
+    started.push(n);
+    return n;
+  };
+  const lastAccess = (n: Nginx) => n.logs().access.trim().split('\n').at(-1)!.split('|');
+
+  it('tasks/get, tools/list and server/discover are answered by the next gateway; the access log shows both tries', async () => {
+    // workers: 0, so the task stays working and tasks/get has a task to read.
+    const made = await callTool(c!.urls[0]!, 'slow_echo', { seconds: 1, text: 'r' });
+    const taskId = made.body.result!.taskId as string;
+    for (const [method, send] of [
+      ['tasks/get', (url: string) => getTask(url, taskId)],
+      ['tools/list', (url: string) => rpc(url, 'tools/list', {})],
+      ['server/discover', (url: string) => rpc(url, 'server/discover', {})],
+    ] as const) {
+      const n = await viaCloser();
+      const before = closed;
+      const r = await send(n.url);
+      assert.equal(r.status, 200, `${method}: ${JSON.stringify(r.body).slice(0, 300)}`);
+      assert.ok(r.body.result, `${method}: ${JSON.stringify(r.body).slice(0, 300)}`);
+      if (method === 'tasks/get') assert.equal(r.body.result.taskId, taskId);
+      assert.equal(closed, before + 1, `${method} reached the closer first`);
+      const line = lastAccess(n);
+      assert.equal(line[6], method);
+      assert.equal(line[1], '200');
+      assert.equal(line[2]!.split(', ').length, 2, `two upstreams tried: ${line.join('|')}`);
+      assert.match(line[3]!, /^502, 200$/, line.join('|'));
+    }
+  });
+
+  it('tools/call (and tasks/cancel, tasks/update) are not sent again: 502, and the next gateway never sees them', async () => {
+    const keysBefore = (await c!.keys()).filter((k) => k.endsWith('}:task')).length;
+    const n = await viaCloser();
+    const before = closed;
+    const r = await callTool(n.url, 'slow_echo', { seconds: 0, text: 'once' });
+    assert.equal(r.status, 502, JSON.stringify(r.body).slice(0, 300));
+    assert.equal(closed, before + 1);
+    const line = lastAccess(n);
+    assert.equal(line[6], 'tools/call');
+    assert.equal(line[2]!.split(', ').length, 1, `one upstream tried: ${line.join('|')}`);
+    assert.equal((await c!.keys()).filter((k) => k.endsWith('}:task')).length, keysBefore, 'no task was created');
+    for (const [method, send] of [
+      ['tasks/cancel', (url: string) => rpc(url, 'tasks/cancel', { taskId: 'x' })],
+      ['tasks/update', (url: string) => rpc(url, 'tasks/update', { taskId: 'x', inputResponses: {} })],
+    ] as const) {
+      const m = await viaCloser();
+      assert.equal((await send(m.url)).status, 502, method);
+      assert.equal(lastAccess(m)[2]!.split(', ').length, 1, method);
     }
   });
 });
