@@ -2,8 +2,9 @@
 /**
  * Integration tests of the per-principal outstanding-task count (MAX_OUTSTANDING_TASKS, issue
  * 10 §4): `TaskStore.reserveOutstanding` / `releaseOutstanding` / `repairOutstanding` and
- * `reserveOutstanding-2.lua`, against the real shared Redis. Two TaskStore instances on separate
- * connections stand for two gateway replicas.
+ * `reserveOutstanding-2.lua`, and of the listen-stream leases (MAX_LISTEN_STREAMS_PER_PRINCIPAL:
+ * `acquireListenLease`, `acquireLease-1.lua`), against the real shared Redis. Two TaskStore
+ * instances on separate connections stand for two gateway replicas.
  *
  * Every key starts with this file's random prefix; only those keys are deleted at the end.
  */
@@ -197,5 +198,32 @@ describe('repair of lost releases', () => {
     assert.deepEqual(await store.reserveOutstanding(b, newTaskId(), 1, Date.now() + HOUR), { ok: true, count: 1 });
     assert.deepEqual(await store.reserveOutstanding(a, newTaskId(), 1, Date.now() + HOUR), { ok: false, count: 1 });
     assert.equal(await store.outstandingCount(a), 1);
+  });
+});
+
+describe('acquireListenLease (MAX_LISTEN_STREAMS_PER_PRINCIPAL)', () => {
+  it('counts leases across replicas up to the limit; a refusal tells the ms until the earliest lease ends unless renewed, writes nothing; an expired lease stops counting', async () => {
+    const p = principal('listen');
+    const t0 = Date.now();
+    const TTL = 45_000;
+    assert.equal(await store.acquireListenLease(p, 'a', 2, TTL, t0), 1);
+    assert.equal(await store2.acquireListenLease(p, 'b', 2, TTL, t0 + 10_000), 2);
+    // 30 s on: lease a (no renewal: its gateway died) ends in 15 s.
+    const before = await redis.zrange(store.listenKey(p), '0', '-1', 'WITHSCORES');
+    assert.equal(await store.acquireListenLease(p, 'c', 2, TTL, t0 + 30_000), -15_000);
+    assert.deepEqual(
+      await redis.zrange(store.listenKey(p), '0', '-1', 'WITHSCORES'),
+      before,
+      'a refusal writes nothing',
+    );
+    // Renewing a is not a new lease, and moves its end: the wait is then b's.
+    assert.equal(await store.acquireListenLease(p, 'a', 2, TTL, t0 + 30_000), 2);
+    assert.equal(await store.acquireListenLease(p, 'c', 2, TTL, t0 + 40_000), -15_000);
+    // A lease within its last millisecond still counts, and the wait is at least 1 ms.
+    assert.equal(await store.acquireListenLease(p, 'c', 2, TTL, t0 + 54_999), -1);
+    // b expired unrenewed at t0 + 55 s: c takes its place.
+    assert.equal(await store.acquireListenLease(p, 'c', 2, TTL, t0 + 55_000), 2);
+    await store.releaseListenLease(p, 'a');
+    assert.equal(await store.acquireListenLease(p, 'd', 2, TTL, t0 + 55_001), 2);
   });
 });

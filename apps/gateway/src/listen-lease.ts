@@ -25,7 +25,8 @@ export class ListenLease {
    * Takes a lease for one more listen stream of `principal`.
    * @returns the lease; or, when none was taken, `refused`: the reply already sent, HTTP 503
    * `-32603` "Task store unavailable" (Redis away) or HTTP 429 `-31429` (the principal holds `max`
-   * streams; `Retry-After` = the lease TTL in seconds). It is wrapped so that it is not awaited
+   * streams; `Retry-After` = the seconds until the earliest of its leases ends unless renewed:
+   * at most the lease TTL, less when a gateway that held streams died a while ago). It is wrapped so that it is not awaited
    * here: a reply is thenable; the caller returns it, and its promise ends once the reply is sent.
    */
   static async acquire(
@@ -52,7 +53,7 @@ export class ListenLease {
         refused: sendRefusal(reply, subscriptionId, {
           limit: 'listen_streams',
           max,
-          retryAfterS: Math.ceil(leaseTtl / 1000),
+          retryAfterS: Math.ceil(-held / 1000),
         }),
       };
     }

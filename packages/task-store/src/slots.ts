@@ -16,7 +16,9 @@ export class PrincipalSlots extends StoreCore {
   /**
    * Takes or renews one of `owner`'s at most `limit` listen-stream leases (`acquireLease-1.lua`),
    * counted across every gateway; a lease not renewed within `ttlMs` ends (its gateway died).
-   * @returns the leases held (this one included), or -1 when refused. One script call.
+   * @returns the leases held (this one included); when refused, a negative number: minus the
+   *          ms until the earliest of `owner`'s leases ends unless renewed (≤ -1), the wait a
+   *          client is told (`Retry-After`). One script call.
    */
   async acquireListenLease(
     owner: string,
