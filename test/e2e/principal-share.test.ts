@@ -161,6 +161,10 @@ describe("a SIGKILLed worker holding alice's shares does not starve her other st
           { token: ALICE },
         );
         assert.equal(r.status, 'failed', 'the stalled steps failed (not re-run)');
+        assert.equal(r.error?.code, -32603, JSON.stringify(r));
+        assert.equal(r.error?.data?.reason, 'worker_lost', JSON.stringify(r));
+        assert.match(r.error?.message ?? '', /^The task failed: the worker running it stopped unexpectedly/);
+        assert.equal(r.statusMessage, r.error?.message);
       }
       const shares = new PrincipalShares(new TaskStore(c.redis, c.prefix), 2, 4000);
       await waitFor(async () => (await shares.running('key:alice')) === 0, 10_000, 100, 'no share held');

@@ -2,9 +2,10 @@
  * Ends of a tools-queue job that are not a step's own write:
  *  - `inputTimedOut`: the input-timeout job of a task still `input_required` on that step fails
  *    it (`-32603`, `data.reason: 'input_timeout'`, TASK_INPUT_TIMEOUT_MS);
- *  - `stepJobFailed`: a step job BullMQ failed without the task being written (e.g. stalled
- *    more than WORKER_MAX_STALLED_COUNT times) fails the task. BullMQ's reason can name jobs
- *    and keys: the client gets an error id, the log the reason.
+ *  - `stepJobFailed`: a step job BullMQ failed without the task being written fails the task.
+ *    BullMQ's reason can name jobs and keys: the client gets an error id, the log the reason;
+ *    a job that stalled more than WORKER_MAX_STALLED_COUNT times (its workers kept dying) is
+ *    told apart, `data.reason: 'worker_lost'`.
  * Both release the task's outstanding slot once the task is terminal.
  */
 import type { Job } from 'bullmq';
@@ -20,6 +21,12 @@ export interface StepJobEndsDeps {
   /** A task ended `failed` here (metrics). */
   onFailed: (tool: string | undefined, createdAt: number | undefined) => void;
 }
+
+/**
+ * BullMQ's reason for a job its stall check failed (`moveStalledJobsToWait`: "job stalled more
+ * than allowable limit"), and for one started more than `maxStartedAttempts` times.
+ */
+const STALLED_TOO_OFTEN = /^job (stalled|started) more than allowable limit$/;
 
 /** The two handlers (see the module doc). */
 export function stepJobEnds(d: StepJobEndsDeps) {
@@ -51,7 +58,7 @@ export function stepJobEnds(d: StepJobEndsDeps) {
     if (!job || job.name === JOB_INPUT_TIMEOUT) return;
     const { taskId, step } = job.data;
     const errorId = newErrorId();
-    const error = stepJobFailedError(errorId);
+    const error = stepJobFailedError(errorId, STALLED_TOO_OFTEN.test(err.message));
     store
       .fail(taskId, { expectStatus: 'working', expectStep: step }, error, error.message)
       .then(async (r) => {

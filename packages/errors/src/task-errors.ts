@@ -25,6 +25,7 @@ export const FAILURE_REASONS = [
   'input_timeout',
   'tool_not_on_worker',
   'job_lost',
+  'worker_lost',
   'retries_exhausted',
 ] as const;
 
@@ -139,10 +140,18 @@ export function retriesExhausted(tool: string, attempts: number, message: string
 }
 
 /**
- * A step job that BullMQ failed without the step writing the task (e.g. stalled too often):
- * `-32603` with an error id; BullMQ's reason (which can name jobs and keys) goes to the log only.
+ * A step job that BullMQ failed without the step writing the task: `-32603` with an error id;
+ * BullMQ's reason (which can name jobs and keys) goes to the log only. `workerLost`: the job
+ * stalled more often than WORKER_MAX_STALLED_COUNT allows (the workers running it kept dying),
+ * said in the message and as `data.reason: 'worker_lost'`.
  */
-export function stepJobFailed(errorId: string): JsonRpcErrorObject {
+export function stepJobFailed(errorId: string, workerLost = false): JsonRpcErrorObject {
+  if (workerLost)
+    return {
+      code: ErrorCode.InternalError,
+      message: `The task failed: the worker running it stopped unexpectedly (crashed or was killed) more often than allowed, so it was not run again (error id ${errorId})`,
+      data: { reason: 'worker_lost', errorId },
+    };
   return {
     code: ErrorCode.InternalError,
     message: `The task failed unexpectedly (error id ${errorId})`,
