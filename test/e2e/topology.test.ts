@@ -665,7 +665,22 @@ describe('topology: nginx (deploy/nginx) sends a read again to the next gateway 
     started.push(n);
     return n;
   };
-  const lastAccess = (n: Nginx) => n.logs().access.trim().split('\n').at(-1)!.split('|');
+  /** The access-log line of `method` (nginx writes it after the answer left: waited for). */
+  const accessLine = async (n: Nginx, method: string) => {
+    let line: string[] | undefined;
+    await waitFor(
+      () =>
+        (line = n
+          .logs()
+          .access.split('\n')
+          .map((l) => l.split('|'))
+          .find((f) => f[6] === method)) !== undefined,
+      5000,
+      20,
+      `the access log line of ${method}`,
+    );
+    return line!;
+  };
 
   it('tasks/get, tools/list and server/discover are answered by the next gateway; the access log shows both tries', async () => {
     // workers: 0, so the task stays working and tasks/get has a task to read.
@@ -683,8 +698,7 @@ describe('topology: nginx (deploy/nginx) sends a read again to the next gateway 
       assert.ok(r.body.result, `${method}: ${JSON.stringify(r.body).slice(0, 300)}`);
       if (method === 'tasks/get') assert.equal(r.body.result.taskId, taskId);
       assert.equal(closed, before + 1, `${method} reached the closer first`);
-      const line = lastAccess(n);
-      assert.equal(line[6], method);
+      const line = await accessLine(n, method);
       assert.equal(line[1], '200');
       assert.equal(line[2]!.split(', ').length, 2, `two upstreams tried: ${line.join('|')}`);
       assert.match(line[3]!, /^502, 200$/, line.join('|'));
@@ -698,8 +712,7 @@ describe('topology: nginx (deploy/nginx) sends a read again to the next gateway 
     const r = await callTool(n.url, 'slow_echo', { seconds: 0, text: 'once' });
     assert.equal(r.status, 502, JSON.stringify(r.body).slice(0, 300));
     assert.equal(closed, before + 1);
-    const line = lastAccess(n);
-    assert.equal(line[6], 'tools/call');
+    const line = await accessLine(n, 'tools/call');
     assert.equal(line[2]!.split(', ').length, 1, `one upstream tried: ${line.join('|')}`);
     assert.equal((await c!.keys()).filter((k) => k.endsWith('}:task')).length, keysBefore, 'no task was created');
     for (const [method, send] of [
@@ -708,7 +721,7 @@ describe('topology: nginx (deploy/nginx) sends a read again to the next gateway 
     ] as const) {
       const m = await viaCloser();
       assert.equal((await send(m.url)).status, 502, method);
-      assert.equal(lastAccess(m)[2]!.split(', ').length, 1, method);
+      assert.equal((await accessLine(m, method))[2]!.split(', ').length, 1, method);
     }
   });
 });
