@@ -130,11 +130,13 @@ describe('npm start on a fresh machine', () => {
     }
   });
 
-  it('npm start is node scripts/start.mjs (package.json)', () => {
-    assert.equal(JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')).scripts.start, START_SCRIPT);
-  });
-
-  it('no REDIS_URL, nothing on the port: runs its own Redis (AOF, data dir), says so first, serves a task, stops it on Ctrl-C', async () => {
+  /**
+   * `npm start` with nothing on its Redis port: it runs its own Redis (data in a temp dir), on
+   * free ports for everything; resolves once the gateway and the worker are ready. Its Redis runs
+   * in its own process group, so a failing test kills it in cleanup unless `markStopped()` said
+   * it stopped with the service.
+   */
+  async function startWithOwnRedis() {
     const redisPort = await freePort();
     const dir = mkdtempSync(join(tmpdir(), 'mcp-start-'));
     cleanup.push(() => rmSync(dir, { recursive: true, force: true }));
@@ -154,17 +156,24 @@ describe('npm start on a fresh machine', () => {
       }),
     );
     cleanup.push(() => s.killAll());
-    // Its Redis runs in its own process group: a failure below must not leave it running.
     let stopped = false;
     cleanup.push(() => {
       const pid = s.json().find((l) => l.redisPid)?.redisPid as number | undefined;
       if (pid && !stopped && alive(pid)) process.kill(pid, 'SIGKILL');
     });
-
     await s.ready(
       () => s.json().some((l) => l.msg === 'gateway.ready') && s.json().some((l) => l.msg === 'worker.ready'),
       'the service to start',
     );
+    return { s, dir, port, redisPort, markStopped: () => (stopped = true) };
+  }
+
+  it('npm start is node scripts/start.mjs (package.json)', () => {
+    assert.equal(JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')).scripts.start, START_SCRIPT);
+  });
+
+  it('no REDIS_URL, nothing on the port: runs its own Redis (AOF, data dir), says so first, serves a task, stops it on Ctrl-C', async () => {
+    const { s, dir, port, redisPort, markStopped } = await startWithOwnRedis();
     const [first] = s.json();
     assert.match(
       first!.msg,
@@ -196,7 +205,7 @@ describe('npm start on a fresh machine', () => {
     const exit = await s.exited;
     assert.ok(exit.code === 0 || exit.signal === 'SIGINT', `${JSON.stringify(exit)}\n${s.lines.join('\n')}`);
     assert.ok(!alive(redisPid), 'its Redis stopped with it');
-    stopped = true;
+    markStopped();
     assert.equal(await listening(redisPort), false);
     const msgs = s.json().map((l) => l.msg);
     assert.ok(
@@ -207,30 +216,7 @@ describe('npm start on a fresh machine', () => {
   });
 
   it('the terminal closes (SIGHUP to its process group): the gateway and the worker drain, then its own Redis stops', async () => {
-    const redisPort = await freePort();
-    const dir = mkdtempSync(join(tmpdir(), 'mcp-start-'));
-    cleanup.push(() => rmSync(dir, { recursive: true, force: true }));
-    const port = await freePort();
-    const s = npmStart(
-      shellEnv({
-        LOCAL_REDIS_PORT: String(redisPort),
-        LOCAL_REDIS_DIR: join(dir, 'redis'),
-        PORT: String(port),
-        WORKER_HTTP_PORT: String(await freePort()),
-        REDIS_KEY_PREFIX: `test-start-${port}`,
-        MCP_TOOLSETS: 'demo',
-      }),
-    );
-    cleanup.push(() => s.killAll());
-    let stopped = false;
-    cleanup.push(() => {
-      const pid = s.json().find((l) => l.redisPid)?.redisPid as number | undefined;
-      if (pid && !stopped && alive(pid)) process.kill(pid, 'SIGKILL');
-    });
-    await s.ready(
-      () => s.json().some((l) => l.msg === 'gateway.ready') && s.json().some((l) => l.msg === 'worker.ready'),
-      'the service to start',
-    );
+    const { s, redisPort, markStopped } = await startWithOwnRedis();
     const redisPid = s.json().find((l) => l.redisPid)!.redisPid as number;
     // What a closing terminal does: SIGHUP to the foreground process group (Node's default for
     // it is to exit at once, without a drain; the Redis, in a group of its own, would stay).
@@ -242,7 +228,7 @@ describe('npm start on a fresh machine', () => {
       assert.ok(msgs.includes(m), `${m} in ${msgs.join(', ')}`);
     assert.ok(msgs.indexOf('start.redis_stopped') > msgs.indexOf('gateway.stopped'), msgs.join(', '));
     assert.ok(!alive(redisPid), 'its Redis stopped with it');
-    stopped = true;
+    markStopped();
     assert.equal(await listening(redisPort), false);
   });
 
