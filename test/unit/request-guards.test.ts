@@ -2,7 +2,8 @@
  * The Host rule of `/mcp` (apps/gateway/src/request-guards.ts): a missing or malformed Host is
  * 400, one outside ALLOWED_HOSTS 403, and the verdict remembered for an accepted Host never
  * lets another value through: every refused value is refused again, however often an accepted
- * one came before.
+ * one came before. And its Content-Encoding rule: a POST body in a coding other than identity
+ * is 415 with `Accept-Encoding: identity`.
  */
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
@@ -10,7 +11,10 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { Config } from '@mcp-tasks/config';
 import { requestGuards } from '../../apps/gateway/src/request-guards.js';
 
-/** Runs the hook on a POST with `host`; the status it answered, or 'passed'. */
+/**
+ * Runs the hook on a POST with `host` and the `extra` headers; the status it answered, or
+ * 'passed'. Headers the hook set on the reply go into `answered`.
+ */
 async function run(
   hook: ReturnType<typeof requestGuards>,
   host: string | undefined,

@@ -26,8 +26,9 @@ export class ListenLease {
    * @returns the lease; or, when none was taken, `refused`: the reply already sent, HTTP 503
    * `-32603` "Task store unavailable" (Redis away) or HTTP 429 `-31429` (the principal holds `max`
    * streams; `Retry-After` = the seconds until the earliest of its leases ends unless renewed:
-   * at most the lease TTL, less when a gateway that held streams died a while ago). It is wrapped so that it is not awaited
-   * here: a reply is thenable; the caller returns it, and its promise ends once the reply is sent.
+   * at most the lease TTL, less when a gateway that held streams died a while ago). It is
+   * wrapped so that it is not awaited here: a reply is thenable; the caller returns it, and its
+   * promise ends once the reply is sent.
    */
   static async acquire(
     deps: Pick<GatewayDeps, 'config' | 'log' | 'store'>,

@@ -16,8 +16,7 @@ import { sendRefusal } from './limits.js';
 import { replyStoreUnavailable } from './store-unavailable-reply.js';
 
 /** The message of a refused JSON-RPC id (400, `-32600`, B-01). */
-export const ID_REFUSED =
-  'Invalid Request: id must be a string or an integer from -(2^53 - 1) to 2^53 - 1 (9007199254740991)';
+const ID_REFUSED = 'Invalid Request: id must be a string or an integer from -(2^53 - 1) to 2^53 - 1 (9007199254740991)';
 
 /**
  * Refuses a body that is not one JSON-RPC message with a valid id: a batch (H-07, N-07) or an

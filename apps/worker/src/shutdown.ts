@@ -70,8 +70,6 @@ export function onShutdownSignals(d: ShutdownDeps): void {
       },
     });
   };
-  process.once('SIGTERM', () => void shutdown('SIGTERM'));
-  process.once('SIGINT', () => void shutdown('SIGINT'));
-  // The terminal closed (npm start in a shell): a graceful stop too, not Node's default exit.
-  process.once('SIGHUP', () => void shutdown('SIGHUP'));
+  // SIGHUP: the terminal closed (npm start in a shell): a graceful stop too, not Node's default exit.
+  for (const sig of ['SIGTERM', 'SIGINT', 'SIGHUP'] as const) process.once(sig, () => void shutdown(sig));
 }

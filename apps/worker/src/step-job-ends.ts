@@ -22,11 +22,8 @@ export interface StepJobEndsDeps {
   onFailed: (tool: string | undefined, createdAt: number | undefined) => void;
 }
 
-/**
- * BullMQ's reason for a job its stall check failed (`moveStalledJobsToWait`: "job stalled more
- * than allowable limit"), and for one started more than `maxStartedAttempts` times.
- */
-const STALLED_TOO_OFTEN = /^job (stalled|started) more than allowable limit$/;
+/** BullMQ's reason for a job its stall check failed (`moveStalledJobsToWait`). */
+const STALLED_TOO_OFTEN = 'job stalled more than allowable limit';
 
 /** The two handlers (see the module doc). */
 export function stepJobEnds(d: StepJobEndsDeps) {
@@ -58,7 +55,7 @@ export function stepJobEnds(d: StepJobEndsDeps) {
     if (!job || job.name === JOB_INPUT_TIMEOUT) return;
     const { taskId, step } = job.data;
     const errorId = newErrorId();
-    const error = stepJobFailedError(errorId, STALLED_TOO_OFTEN.test(err.message));
+    const error = stepJobFailedError(errorId, err.message === STALLED_TOO_OFTEN);
     store
       .fail(taskId, { expectStatus: 'working', expectStep: step }, error, error.message)
       .then(async (r) => {
