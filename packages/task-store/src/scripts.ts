@@ -1,8 +1,16 @@
 /**
- * Loads the Lua transition scripts from `../lua/` and registers them on an ioredis client
- * with `defineCommand` (EVALSHA with EVAL fallback). A line `--@include name` is replaced by
+ * Loads the Lua transition scripts from `../lua/` and runs them on an ioredis client as plain
+ * commands: `EVALSHA`, then `EVAL` once when Redis answers `NOSCRIPT` (a restarted or
+ * failed-over Redis that has not seen the script yet). A line `--@include name` is replaced by
  * `../lua/includes/<name>.lua`. The key count comes from the file name (`claimStep-1.lua`).
+ *
+ * Not ioredis's `defineCommand`, which does the same: ioredis copies every script defined on a
+ * connection onto each pipeline it builds for it (each automatic pipeline and each MULTI), 58
+ * properties for these 29 scripts, about 4.8 µs of a task creation's gateway CPU
+ * (docs/performance.md). Plain commands are not copied, and share the connection's automatic
+ * pipeline as before (a Cluster routes them by their first key, as a defined command).
  */
+import { createHash } from 'node:crypto';
 import { readFileSync, readdirSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -43,7 +51,7 @@ export type Scripts = Record<
   ScriptFn
 >;
 
-let cache: { name: string; numberOfKeys: number; lua: string }[] | undefined;
+let cache: { name: string; numberOfKeys: number; lua: string; sha: string }[] | undefined;
 
 function readScripts() {
   if (cache) return cache;
@@ -55,19 +63,23 @@ function readScripts() {
       const lua = readFileSync(join(LUA_DIR, file), 'utf8').replace(/^--@include (\w+)$/gm, (_, inc: string) =>
         readFileSync(join(LUA_DIR, 'includes', `${inc}.lua`), 'utf8'),
       );
-      return { name: m[1]!, numberOfKeys: Number(m[2]), lua };
+      return { name: m[1]!, numberOfKeys: Number(m[2]), lua, sha: createHash('sha1').update(lua).digest('hex') };
     });
   return cache;
 }
 
-/** Defines every task script on `redis` (idempotent per client) and returns callable wrappers. */
+/** Callable wrappers running every task script on `redis` (see the module docstring). */
 export function loadScripts(redis: Redis | Cluster): Scripts {
   const out: Record<string, ScriptFn> = {};
   for (const s of readScripts()) {
-    const cmd = `mcpTask_${s.name}`;
-    if (!(cmd in redis)) redis.defineCommand(cmd, { numberOfKeys: s.numberOfKeys, lua: s.lua });
-    const fn = (redis as unknown as Record<string, ScriptFn>)[cmd]!;
-    out[s.name] = (...args: string[]) => fn.apply(redis, args);
+    out[s.name] = async (...args: string[]) => {
+      try {
+        return await redis.evalsha(s.sha, s.numberOfKeys, ...args);
+      } catch (e) {
+        if (!(e instanceof Error) || !e.message.startsWith('NOSCRIPT')) throw e;
+        return redis.eval(s.lua, s.numberOfKeys, ...args);
+      }
+    };
   }
   return out as Scripts;
 }
