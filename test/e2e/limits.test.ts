@@ -124,6 +124,49 @@ describe('per-principal rates: requests and creations counted in Redis across ga
   });
 });
 
+describe('a request refused by authentication after its body was read is not counted against its address', () => {
+  let c: Cluster;
+  before(async () => {
+    c = await startCluster({
+      gateways: 1,
+      workers: 0,
+      env: {
+        AUTH_API_KEYS: `alice:${randomBytes(32).toString('hex')}`,
+        RATE_LIMIT_REQUESTS_PER_MIN: '5',
+        RATE_LIMIT_AUTH_FAILURES_PER_MIN: '50',
+      },
+    });
+  });
+  after(async () => c?.stop());
+
+  it('Mcp-Method said server/discover, the body is tools/list, no credentials: six 401s, then that address still gets its 5 discovers, and the 6th is 429', async () => {
+    const post = (method: string) =>
+      send({
+        port: c.gateways[0]!.port!,
+        from: '127.0.0.7',
+        headers: mcpHeaders('server/discover'),
+        body: JSON.stringify({
+          jsonrpc: '2.0',
+          id: 1,
+          method,
+          params: {
+            _meta: {
+              'io.modelcontextprotocol/protocolVersion': '2026-07-28',
+              'io.modelcontextprotocol/clientCapabilities': {},
+            },
+          },
+        }),
+      });
+    for (let i = 0; i < 6; i++) {
+      const r = await post('tools/list');
+      assert.equal(r.status, 401, `refused request ${i}: ${r.status} ${r.text.slice(0, 200)}`);
+    }
+    const discovers: number[] = [];
+    for (let i = 0; i < 6; i++) discovers.push((await post('server/discover')).status);
+    assert.deepEqual(discovers, [200, 200, 200, 200, 200, 429], 'the 401s spent none of the 5');
+  });
+});
+
 describe('unfinished tasks and listen streams per principal, across gateways (N-08)', () => {
   let c: Cluster;
   const ALICE = 'alice-key-0123456789abcdef';

@@ -26,7 +26,7 @@
  * The refusals are written by mcp-refusals.ts; what the end of an exchange gives back (an unused
  * slot, an undelivered task handle) by exchange-release.ts.
  */
-import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest, HookHandlerDoneFunction } from 'fastify';
 import { createMcpHandler, SUPPORTED_PROTOCOL_VERSIONS } from '@modelcontextprotocol/server';
 import type { RedisHealth } from '@mcp-tasks/jobs';
 import { classify, eraOf, toolNeedsRedis, type Classification, type McpBody } from './classify.js';
@@ -129,21 +129,20 @@ export function createMcpRoute(gw: Gateway, redisHealth: RedisHealth, limits: Li
       app.route({
         method: ['POST', 'GET', 'DELETE'],
         url: '/mcp',
-        // One hook per phase (each extra async hook costs a promise and a turn per request).
-        onRequest: async (req, reply) => (await guards(req, reply)) ?? auth.onRequest(req, reply),
-        preHandler: async (req, reply) => {
-          const authRefused = await auth.preHandler(req, reply);
-          if (authRefused !== undefined) return authRefused;
-          // A tools/call is counted once classified (a call that starts work counts against the
-          // creation rate only); a poll in this process (limits.ts); an unauthenticated
-          // server/discover against its address.
-          const method = (req.body as McpBody | undefined)?.method;
-          if (method === 'tools/call' && req.principal) return undefined;
-          const refused =
-            method === 'tasks/get' && req.principal
-              ? await limits.poll(req, req.principal)
-              : await limits.request(req, req.principal || `ip:${req.ip}`);
-          if (refused) return sendRefusal(reply, echoableId(req.body), refused);
+        // One hook per phase, in callback style: a step decided at once (the guards, an API key
+        // matched a moment ago) costs no promise; only what waits (a first authentication, the
+        // rate count) does. A hook that sent a refusal does not call `done` (Fastify's rule for
+        // callback hooks: its `send` may still be running the onSend hooks); a promise that
+        // settles to a sent reply settles once the reply went (a reply is awaitable).
+        onRequest: (req, reply, done) => {
+          if (guards(req, reply)) return;
+          settle(auth.onRequest(req, reply), done);
+        },
+        preHandler: (req, reply, done) => {
+          const authPending = auth.preHandler(req, reply);
+          if (authPending === undefined) return countRequest(req, reply, done);
+          // A refusal settles once it was sent (a reply resolves to undefined): `reply.sent` tells.
+          authPending.then(() => (reply.sent ? done() : countRequest(req, reply, done)), done);
         },
         handler: (req: FastifyRequest, reply) => serveMcp(r, req, reply),
       });
@@ -154,6 +153,34 @@ export function createMcpRoute(gw: Gateway, redisHealth: RedisHealth, limits: Li
     },
     closeListens: () => r.taskListen.closeAll(),
   };
+
+  /**
+   * The route's request count (limits.ts, 429): a tools/call is counted once classified (a call
+   * that starts work counts against the creation rate only); a poll in this process; an
+   * unauthenticated server/discover against its address.
+   */
+  function countRequest(req: FastifyRequest, reply: FastifyReply, done: HookHandlerDoneFunction): void {
+    const method = (req.body as McpBody | undefined)?.method;
+    if (method === 'tools/call' && req.principal) return done();
+    const refused =
+      method === 'tasks/get' && req.principal
+        ? limits.poll(req, req.principal)
+        : limits.request(req, req.principal || `ip:${req.ip}`);
+    refused.then((r) => {
+      if (!r) return done();
+      try {
+        sendRefusal(reply, echoableId(req.body), r);
+      } catch (e) {
+        done(e as FastifyError);
+      }
+    }, done);
+  }
+}
+
+/** Calls `done` once `pending` settled (at once when there is nothing to wait for). */
+function settle(pending: Promise<unknown> | undefined, done: HookHandlerDoneFunction): void {
+  if (pending === undefined) return done();
+  pending.then(() => done(), done);
 }
 
 /**

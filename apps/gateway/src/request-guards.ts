@@ -62,12 +62,16 @@ function originOf(value: string): string {
   }
 }
 
-/** An `onRequest` hook enforcing the Origin and Host rules of `config`. */
-export function requestGuards(config: Config) {
+/**
+ * The Origin, Host, Content-Encoding and Content-Type checks of `config` for the route's
+ * `onRequest` hook, synchronous (no promise per request): the reply it sent when it refused the
+ * request, else undefined.
+ */
+export function requestGuards(config: Config): (req: FastifyRequest, reply: FastifyReply) => FastifyReply | undefined {
   const origins = new Set(config.allowedOrigins.filter((e) => e.includes('://')));
   const hostnames = config.allowedOrigins.filter((e) => !e.includes('://'));
   const acceptedHosts = new LRUCache<string, true>({ max: HOST_VERDICTS });
-  return async (req: FastifyRequest, reply: FastifyReply) => {
+  return (req, reply) => {
     const origin = req.headers.origin;
     if (origin !== undefined && !(origins.size && origins.has(originOf(origin)))) {
       const v = validateOriginHeader(origin, hostnames);
@@ -109,5 +113,6 @@ export function requestGuards(config: Config) {
           ),
         );
     }
+    return undefined;
   };
 }

@@ -67,6 +67,13 @@ export interface Authenticator {
    * An API key's outcome is remembered per header value for a few seconds (principal-cache.ts).
    */
   authenticate(authorization: string | string[] | undefined): Promise<AuthOutcome>;
+  /**
+   * The outcome `authenticate` would give when it is known without any work, else undefined: an
+   * API key's header value matched within the last API_KEY_CACHE_TTL_MS (principal-cache.ts), or
+   * no credentials while anonymous access is on. Synchronous, so a poll's authentication costs
+   * no promise (mcp-route.ts).
+   */
+  known(authorization: string | string[] | undefined): AuthOutcome | undefined;
   /** Replaces the API keys (a reloaded AUTH_API_KEYS_FILE, keys-file.ts); later requests use them. */
   setApiKeys(keys: readonly ApiKeyDigest[]): void;
   /** Scopes a JWT must carry (for `WWW-Authenticate` and the metadata document). */
@@ -94,14 +101,28 @@ export async function createAuthenticator(options: AuthenticatorOptions, clock?:
     description,
   });
 
+  const anonymous: AuthOutcome = Object.freeze({
+    ok: true,
+    principal: ANONYMOUS_PRINCIPAL,
+    scopes: [],
+    kind: 'anonymous',
+  });
+
+  function knownOutcome(authorization: string | string[] | undefined): AuthOutcome | undefined {
+    if (typeof authorization === 'string' && authorization !== '') return known.get(authorization);
+    return authorization === undefined || authorization === ''
+      ? options.allowAnonymous
+        ? anonymous
+        : undefined
+      : undefined;
+  }
+
   async function authenticate(authorization: string | string[] | undefined): Promise<AuthOutcome> {
-    if (typeof authorization === 'string') {
-      const hit = known.get(authorization);
-      if (hit !== undefined) return hit;
-    }
+    const hit = knownOutcome(authorization);
+    if (hit !== undefined) return hit;
     const creds = readBearer(authorization);
     if (creds.kind === 'none') {
-      if (options.allowAnonymous) return { ok: true, principal: ANONYMOUS_PRINCIPAL, scopes: [], kind: 'anonymous' };
+      if (options.allowAnonymous) return anonymous;
       return { ok: false, status: 401, description: 'authentication required' };
     }
     if (creds.kind === 'malformed') return invalid("Authorization must be 'Bearer <token>'");
@@ -140,6 +161,7 @@ export async function createAuthenticator(options: AuthenticatorOptions, clock?:
 
   return {
     authenticate,
+    known: knownOutcome,
     requiredScopes,
     setApiKeys: (keys) => {
       matchKey = createApiKeyMatcher(keys);

@@ -18,6 +18,8 @@
  * `Retry-After` instead (valid credentials from that address still pass). The `auth.refused`
  * log line names the client address.
  * The principal is on `req.principal` (`''` for an unauthenticated `server/discover`).
+ * An outcome known at once (an API key matched a moment ago, anonymous access) is applied
+ * synchronously: the hooks then return undefined and cost no promise (a poll's case).
  */
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { Logger } from '@mcp-tasks/observability';
@@ -34,9 +36,13 @@ declare module 'fastify' {
 
 const DISCOVER = 'server/discover';
 
+/**
+ * Each hook returns undefined when it decided at once (the principal is set), else a promise
+ * that settles once it decided: to the reply it sent (a refusal), or to undefined.
+ */
 export interface AuthHooks {
-  onRequest: (req: FastifyRequest, reply: FastifyReply) => Promise<unknown>;
-  preHandler: (req: FastifyRequest, reply: FastifyReply) => Promise<unknown>;
+  onRequest: (req: FastifyRequest, reply: FastifyReply) => Promise<unknown> | undefined;
+  preHandler: (req: FastifyRequest, reply: FastifyReply) => Promise<unknown> | undefined;
 }
 
 /** Counts a failed authentication of a client address; a refusal once over the limit. */
@@ -48,7 +54,15 @@ export function authHooks(
   resourceMetadataUrl: string | undefined,
   throttle?: FailureThrottle,
 ): AuthHooks {
-  const authenticate = async (req: FastifyRequest, reply: FastifyReply, requestId: unknown) => {
+  const authenticate = (req: FastifyRequest, reply: FastifyReply, requestId: unknown) => {
+    const known = authenticator.known(req.headers.authorization);
+    if (known?.ok) {
+      req.principal = known.principal;
+      return undefined;
+    }
+    return decide(req, reply, requestId);
+  };
+  const decide = async (req: FastifyRequest, reply: FastifyReply, requestId: unknown) => {
     const out = await authenticator.authenticate(req.headers.authorization);
     if (out.ok) {
       req.principal = out.principal;
@@ -66,25 +80,30 @@ export function authHooks(
     return reply.code(r.status).headers(r.headers).send(r.body);
   };
   return {
-    async onRequest(req, reply) {
+    onRequest(req, reply) {
       req.principal = '';
-      const presented = req.headers.authorization !== undefined && req.headers.authorization !== '';
       if (req.headers['mcp-method'] !== DISCOVER) return authenticate(req, reply, null);
-      if (!presented) return undefined;
-      // A discover with credentials is its principal's when they are valid; when they are not,
-      // it is answered as one without credentials (principal '', the small body limit), not
-      // 401: the probe reveals nothing, and a client told 401 on its probe reports the server
-      // as unreachable ("Failed to connect") instead of asking for new credentials on the
-      // request that needs them. Not counted as an authentication failure.
-      const out = await authenticator.authenticate(req.headers.authorization);
-      if (out.ok) req.principal = out.principal;
-      return undefined;
+      if (req.headers.authorization === undefined || req.headers.authorization === '') return undefined;
+      return discoverWithCredentials(req);
     },
-    async preHandler(req, reply) {
+    preHandler(req, reply) {
       if (req.principal) return undefined;
       const body = req.body as { method?: unknown; id?: unknown } | undefined;
       if (body && typeof body === 'object' && !Array.isArray(body) && body.method === DISCOVER) return undefined;
       return authenticate(req, reply, body && typeof body === 'object' ? (body.id ?? null) : null);
     },
   };
+
+  /**
+   * A discover with credentials is its principal's when they are valid; when they are not, it is
+   * answered as one without credentials (principal '', the small body limit), not 401: the probe
+   * reveals nothing, and a client told 401 on its probe reports the server as unreachable
+   * ("Failed to connect") instead of asking for new credentials on the request that needs them.
+   * Not counted as an authentication failure.
+   */
+  async function discoverWithCredentials(req: FastifyRequest): Promise<undefined> {
+    const out = await authenticator.authenticate(req.headers.authorization);
+    if (out.ok) req.principal = out.principal;
+    return undefined;
+  }
 }
