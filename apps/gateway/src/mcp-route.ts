@@ -267,13 +267,16 @@ async function serveMcp(r: RouteParts, req: FastifyRequest, reply: FastifyReply)
     receivedAt: Date.now() - reply.elapsedTime,
     classification: c,
     rawInputResponses: body?.params?.inputResponses,
-    ...(reservation ? { reservation } : {}),
-    ...(idempotency ? { idempotency } : {}),
-    ...(span ? { span } : {}),
-    ...(session ? { session } : {}),
-    ...(offersLegacyTasks ? { offersLegacyTasks } : {}),
   };
-  reply.raw.once('close', () => releaseOnClose(gw, exchange, principal, reply.raw));
+  if (reservation) exchange.reservation = reservation;
+  if (idempotency) exchange.idempotency = idempotency;
+  if (span) exchange.span = span;
+  if (session) exchange.session = session;
+  if (offersLegacyTasks) exchange.offersLegacyTasks = offersLegacyTasks;
+  // Only a tools/call may create a task or hold a reservation: what the end of any other exchange
+  // would give back is nothing (exchange-release.ts).
+  if (c.method === 'tools/call' || reservation)
+    reply.raw.once('close', () => releaseOnClose(gw, exchange, principal, reply.raw));
   // A 2025-11-25 task-augmented tools/call (LG-10): a task, answered CreateTaskResult.
   if (becomesLegacyTask(session, c, body?.params))
     return createLegacyTask(gw, exchange, session, c.tool!, c.args, reply);
