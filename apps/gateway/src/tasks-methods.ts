@@ -23,7 +23,7 @@ import type { Era } from './classify.js';
 import { acceptedAnswers, alreadyAnswered, answeredDifferently } from './answers.js';
 import { firstCheckMs } from './task-create.js';
 import { ErrorCode, invalidParams, taskNotFound, tasksExtensionRequired } from './errors.js';
-import { withWorkerNotice } from './workers.js';
+import { setWorkerNotice } from './workers.js';
 
 /**
  * The Tasks extension gate, before any lookup (T-05): under 2025-11-25 there are no tasks here
@@ -55,7 +55,7 @@ export async function ownTask(gw: Gateway, principal: string, taskId: unknown): 
 export async function getTask(gw: Gateway, principal: string, taskId: unknown): Promise<DetailedTask> {
   const rec = await ownTask(gw, principal, taskId);
   notePolled(gw, rec);
-  return toDetailedTask(withWorkerNotice(rec, gw.presence?.alive));
+  return setWorkerNotice(toDetailedTask(rec), gw.presence?.alive);
 }
 
 /**
