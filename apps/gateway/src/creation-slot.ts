@@ -20,7 +20,7 @@ import { newTaskId, TaskIdTakenError, type Reservation, type TaskRecord } from '
 import type { Classification } from './classify.js';
 import type { Exchange, Gateway } from './context.js';
 import type { LimitRefusal, Limits } from './limits.js';
-import { firstCheckMs, removeAbandoned, storedCapabilities } from './task-create.js';
+import { firstCheckMs, removeAbandoned, storedCapabilitiesOf } from './task-create.js';
 import { carrierOf } from '@mcp-tasks/observability';
 import type { Span } from '@opentelemetry/api';
 
@@ -64,7 +64,7 @@ export async function takeCreationSlot(
             mode: 'task',
             ttlMs: config.task.ttlMs,
             pollIntervalMs: config.task.pollIntervalMs,
-            clientCapabilities: storedCapabilities(c.caps),
+            clientCapabilities: storedCapabilitiesOf(c),
             ...(trace ? { trace } : {}),
             ...(note ? { statusMessage: note } : {}),
           },

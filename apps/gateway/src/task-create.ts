@@ -12,6 +12,7 @@ import { newTaskId, stepJobId, TaskIdTakenError, type TaskMode, type TaskRecord 
 import { ProtocolError } from '@modelcontextprotocol/server';
 import type { ToolDefinition } from '@mcp-tasks/tools';
 import type { Call, Gateway } from './context.js';
+import type { Classification } from './classify.js';
 import { carrierOf } from '@mcp-tasks/observability';
 import { ErrorCode, storeUnavailable } from './errors.js';
 import { withWorkerNotice } from './workers.js';
@@ -39,6 +40,16 @@ export function storedCapabilities(caps: Record<string, unknown>): Record<string
     );
   }
   return out;
+}
+
+/**
+ * `storedCapabilities` of a classified request: for a 2026 request, whose capabilities are in its
+ * `_meta`, remembered with its shape's verdict (verdicts.ts: one computation per shape, not per
+ * task); a 2025 request's come from its session, so they are computed each time.
+ */
+export function storedCapabilitiesOf(c: Classification): Readonly<Record<string, unknown>> {
+  if (c.era !== 'modern' || !c.shape) return storedCapabilities(c.caps);
+  return (c.shape.storedCaps ??= Object.freeze(storedCapabilities(c.caps)));
 }
 
 /** What creating a task needs to know of the call (an SDK handler's `Call`, or the hot path's). */

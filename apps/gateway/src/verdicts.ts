@@ -44,12 +44,17 @@ const NO_ARGUMENTS = Object.freeze({});
 /**
  * What is known of an accepted request shape: the ladder accepted it as a modern request
  * (`modern`: the `Mcp-Param-*` rung follows) or otherwise; `envelope`, once the hot path has
- * checked it, whether its `_meta` is the well-formed 2026 envelope (the shape key holds the
- * whole `_meta`, so the answer is the same for every request of the shape).
+ * checked it, whether its `_meta` is the well-formed 2026 envelope; `storedCaps` (below). The
+ * shape key holds the whole `_meta`, so each is the same for every request of the shape.
  */
 export interface ShapeVerdict {
   modern: boolean;
   envelope?: boolean;
+  /**
+   * A 2026 `tools/call` of this shape that creates a task: the client capabilities its task keeps
+   * (task-create.ts `storedCapabilities`), computed once (they come from `_meta`, part of the key).
+   */
+  storedCaps?: Readonly<Record<string, unknown>>;
 }
 
 /** Shape → what is known of it (only accepted shapes). */
