@@ -37,6 +37,33 @@ describe('API-key principal cache', () => {
     assert.equal(again.ok && again.principal, 'key:alice');
   });
 
+  it('known(): the synchronous answer the /mcp hooks use — a key only once matched and within the TTL, never a wrong or removed key, anonymous only when allowed and no credentials', async () => {
+    let now = 1_000;
+    const a = await createAuthenticator(
+      { apiKeys: [{ name: 'alice', digest: digest(ALICE) }], allowAnonymous: false },
+      () => now,
+    );
+    assert.equal(a.known(`Bearer ${ALICE}`), undefined, 'not before authenticate matched it');
+    const first = await a.authenticate(`Bearer ${ALICE}`);
+    assert.equal(a.known(`Bearer ${ALICE}`), first);
+    assert.equal(a.known(`Bearer ${BOB}`), undefined);
+    await a.authenticate(`Bearer ${BOB}`);
+    assert.equal(a.known(`Bearer ${BOB}`), undefined, 'a refused token is never known');
+    assert.equal(a.known(undefined), undefined, 'no credentials without anonymous access: authenticate decides');
+    assert.equal(a.known(''), undefined);
+    now += API_KEY_CACHE_TTL_MS + 1;
+    assert.equal(a.known(`Bearer ${ALICE}`), undefined, 'not after the TTL');
+    await a.authenticate(`Bearer ${ALICE}`);
+    a.setApiKeys([{ name: 'bob', digest: digest(BOB) }]);
+    assert.equal(a.known(`Bearer ${ALICE}`), undefined, 'not after a reload removed it');
+
+    const anon = await createAuthenticator({ allowAnonymous: true });
+    const none = anon.known(undefined);
+    assert.equal(none?.ok && none.principal, 'anonymous');
+    assert.equal(anon.known(''), none);
+    assert.equal(anon.known(`Bearer ${ALICE}`), undefined, 'credentials presented: authenticate decides');
+  });
+
   it('a key removed by a reload is refused on the next request, though it was remembered', async () => {
     const a = await createAuthenticator({
       apiKeys: [
