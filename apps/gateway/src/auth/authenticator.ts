@@ -110,11 +110,8 @@ export async function createAuthenticator(options: AuthenticatorOptions, clock?:
 
   function knownOutcome(authorization: string | string[] | undefined): AuthOutcome | undefined {
     if (typeof authorization === 'string' && authorization !== '') return known.get(authorization);
-    return authorization === undefined || authorization === ''
-      ? options.allowAnonymous
-        ? anonymous
-        : undefined
-      : undefined;
+    if ((authorization === undefined || authorization === '') && options.allowAnonymous) return anonymous;
+    return undefined;
   }
 
   async function authenticate(authorization: string | string[] | undefined): Promise<AuthOutcome> {
