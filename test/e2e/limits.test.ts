@@ -124,7 +124,7 @@ describe('per-principal rates: requests and creations counted in Redis across ga
   });
 });
 
-describe('a request refused by authentication after its body was read is not counted against its address', () => {
+describe('a request refused by authentication: answered once, and not counted against its address', () => {
   let c: Cluster;
   before(async () => {
     c = await startCluster({
@@ -164,6 +164,40 @@ describe('a request refused by authentication after its body was read is not cou
     const discovers: number[] = [];
     for (let i = 0; i < 6; i++) discovers.push((await post('server/discover')).status);
     assert.deepEqual(discovers, [200, 200, 200, 200, 200, 429], 'the 401s spent none of the 5');
+  });
+
+  it('a wrong key whose client declared a large body, sent part of it and hung up: one 401 and nothing else (no second answer from the body Fastify would otherwise go on to read)', async () => {
+    const gw = c.gateways[0]!;
+    const refusedBefore = gw.logs.filter((l) => l.msg === 'auth.refused').length;
+    const body = JSON.stringify({ jsonrpc: '2.0', id: 'q', method: 'tools/list', params: {} });
+    for (let i = 0; i < 5; i++) {
+      await new Promise<void>((resolve, reject) => {
+        const s = connect({ host: '127.0.0.1', port: gw.port!, localAddress: '127.0.0.8' }, () => {
+          s.write(
+            [
+              'POST /mcp HTTP/1.1',
+              `Host: 127.0.0.1:${gw.port}`,
+              ...Object.entries(mcpHeaders('tools/list', 'w'.repeat(40))).map(([k, v]) => `${k}: ${v}`),
+              'content-length: 1000000',
+              '',
+              body,
+            ].join('\r\n'),
+          );
+          setTimeout(() => s.destroy(), 300);
+        });
+        s.on('error', reject);
+        s.on('close', () => resolve());
+      });
+    }
+    await waitFor(
+      () => gw.logs.filter((l) => l.msg === 'auth.refused').length >= refusedBefore + 5,
+      10_000,
+      50,
+      'the five refusals in the log',
+    );
+    await sleep(500);
+    const twice = gw.logs.filter((l) => /already sent/i.test(String(l.msg)) || /ALREADY_SENT/.test(JSON.stringify(l)));
+    assert.deepEqual(twice, [], 'no second answer to a refused request');
   });
 });
 

@@ -131,18 +131,24 @@ export function createMcpRoute(gw: Gateway, redisHealth: RedisHealth, limits: Li
         url: '/mcp',
         // One hook per phase, in callback style: a step decided at once (the guards, an API key
         // matched a moment ago) costs no promise; only what waits (a first authentication, the
-        // rate count) does. A hook that sent a refusal does not call `done` (Fastify's rule for
-        // callback hooks: its `send` may still be running the onSend hooks); a promise that
-        // settles to a sent reply settles once the reply went (a reply is awaitable).
+        // rate count) does. A hook that sent a refusal never calls `done` (Fastify's rule for
+        // callback hooks): the refusal may still be running the onSend hooks (body-drain.ts
+        // reads the rest of the body first), so `reply.sent` cannot tell yet, and a `done` then
+        // would have Fastify read and parse the refused body and answer it a second time.
         onRequest: (req, reply, done) => {
           if (guards(req, reply)) return;
-          settle(auth.onRequest(req, reply), done);
+          const authPending = auth.onRequest(req, reply);
+          if (authPending === undefined) return done();
+          authPending.then((refused) => {
+            if (!refused) done();
+          }, done);
         },
         preHandler: (req, reply, done) => {
           const authPending = auth.preHandler(req, reply);
           if (authPending === undefined) return countRequest(req, reply, done);
-          // A refusal settles once it was sent (a reply resolves to undefined): `reply.sent` tells.
-          authPending.then(() => (reply.sent ? done() : countRequest(req, reply, done)), done);
+          authPending.then((refused) => {
+            if (!refused) countRequest(req, reply, done);
+          }, done);
         },
         handler: (req: FastifyRequest, reply) => serveMcp(r, req, reply),
       });
@@ -175,12 +181,6 @@ export function createMcpRoute(gw: Gateway, redisHealth: RedisHealth, limits: Li
       }
     }, done);
   }
-}
-
-/** Calls `done` once `pending` settled (at once when there is nothing to wait for). */
-function settle(pending: Promise<unknown> | undefined, done: HookHandlerDoneFunction): void {
-  if (pending === undefined) return done();
-  pending.then(() => done(), done);
 }
 
 /**

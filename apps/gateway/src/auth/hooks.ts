@@ -38,11 +38,12 @@ const DISCOVER = 'server/discover';
 
 /**
  * Each hook returns undefined when it decided at once (the principal is set), else a promise
- * that settles once it decided: to the reply it sent (a refusal), or to undefined.
+ * that resolves once it decided: true when it sent a refusal (the request goes no further: the
+ * caller must not continue it, even while the refusal is still being written), false when not.
  */
 export interface AuthHooks {
-  onRequest: (req: FastifyRequest, reply: FastifyReply) => Promise<unknown> | undefined;
-  preHandler: (req: FastifyRequest, reply: FastifyReply) => Promise<unknown> | undefined;
+  onRequest: (req: FastifyRequest, reply: FastifyReply) => Promise<boolean> | undefined;
+  preHandler: (req: FastifyRequest, reply: FastifyReply) => Promise<boolean> | undefined;
 }
 
 /** Counts a failed authentication of a client address; a refusal once over the limit. */
@@ -62,22 +63,24 @@ export function authHooks(
     }
     return decide(req, reply, requestId);
   };
-  const decide = async (req: FastifyRequest, reply: FastifyReply, requestId: unknown) => {
+  const decide = async (req: FastifyRequest, reply: FastifyReply, requestId: unknown): Promise<boolean> => {
     const out = await authenticator.authenticate(req.headers.authorization);
     if (out.ok) {
       req.principal = out.principal;
-      return undefined;
+      return false;
     }
     if (out.status === 401 && throttle) {
       const refused = await throttle(req, req.ip);
       if (refused) {
         log.debug({ client: req.ip, status: 429 }, 'auth.throttled');
-        return sendRefusal(reply, requestId, refused);
+        sendRefusal(reply, requestId, refused);
+        return true;
       }
     }
     log.info({ client: req.ip, status: out.status, error: out.error, reason: out.description }, 'auth.refused');
     const r = authRefusalReply(out, { ...(resourceMetadataUrl ? { resourceMetadataUrl } : {}), requestId });
-    return reply.code(r.status).headers(r.headers).send(r.body);
+    reply.code(r.status).headers(r.headers).send(r.body);
+    return true;
   };
   return {
     onRequest(req, reply) {
@@ -101,9 +104,9 @@ export function authHooks(
    * ("Failed to connect") instead of asking for new credentials on the request that needs them.
    * Not counted as an authentication failure.
    */
-  async function discoverWithCredentials(req: FastifyRequest): Promise<undefined> {
+  async function discoverWithCredentials(req: FastifyRequest): Promise<false> {
     const out = await authenticator.authenticate(req.headers.authorization);
     if (out.ok) req.principal = out.principal;
-    return undefined;
+    return false;
   }
 }
