@@ -1,4 +1,4 @@
-// @needs redis
+// @needs redis-server
 /**
  * How the task store runs its Lua scripts (packages/task-store/src/scripts.ts): as plain
  * `EVALSHA` commands, with `EVAL` once when Redis answers `NOSCRIPT` — a fresh Redis, one whose
