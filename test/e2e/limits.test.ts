@@ -166,7 +166,7 @@ describe('a request refused by authentication: answered once, and not counted ag
     assert.deepEqual(discovers, [200, 200, 200, 200, 200, 429], 'the 401s spent none of the 5');
   });
 
-  it('a wrong key whose client declared a large body, sent part of it and hung up: one 401 and nothing else (no second answer from the body Fastify would otherwise go on to read)', async () => {
+  it('a wrong key whose client declared a large body, sent part of it and hung up: refused once, never answered a second time (Fastify does not go on to read and parse the refused body)', async () => {
     const gw = c.gateways[0]!;
     const refusedBefore = gw.logs.filter((l) => l.msg === 'auth.refused').length;
     const body = JSON.stringify({ jsonrpc: '2.0', id: 'q', method: 'tools/list', params: {} });
