@@ -343,6 +343,31 @@ describe('claimStep', () => {
     assert.equal(c.reruns, 0, 'claiming a new step is not a rerun');
     assert.equal(c.attempt, 1, 'the first run of step 2');
   });
+
+  it('D2: a record grown into a hashtable (long args, 120 answers) hands every answer over, and the next park clears them', async () => {
+    // claimStep finds the answers with HSCAN MATCH, which on a hashtable (not a listpack) takes
+    // several cursor pages: every answer must come back, none twice.
+    const rec = await newTask({ args: { topic: 'x'.repeat(200) } });
+    const f1 = await claim(rec.taskId, 1);
+    const keys = Array.from({ length: 120 }, (_, i) => `k-${i}`);
+    await store.parkForInput(rec.taskId, f1, Object.fromEntries(keys.map((k) => [k, ELICIT_A])), { n: 1 }, 'Waiting');
+    const answers = Object.fromEntries(keys.map((k, i) => [k, { action: 'accept', content: { i } }]));
+    assert.deepEqual(await store.applyInputResponses(rec.taskId, answers), { code: 'resumed', step: 2, applied: 120 });
+    assert.equal(await redis.call('OBJECT', 'ENCODING', store.key(rec.taskId)), 'hashtable');
+    const c = await store.claimStep(rec.taskId, 2, 'tok');
+    assert.equal(c.code, 'ok');
+    if (c.code !== 'ok') return;
+    assert.deepEqual(c.inputResponses, answers);
+    assert.deepEqual(c.args, { topic: 'x'.repeat(200) });
+    // Parking again drops the answers of the last round (the record keeps only what is asked now).
+    await store.parkForInput(rec.taskId, c.fence, { again: ELICIT_B }, { n: 2 }, 'Waiting again');
+    const fields = Object.keys(await redis.hgetall(store.key(rec.taskId)));
+    assert.deepEqual(
+      fields.filter((f) => f.startsWith('resp:')),
+      [],
+    );
+    assert.ok(fields.includes('req:again'));
+  });
 });
 
 describe('fencing: a stale attempt cannot write (D3)', () => {

@@ -4,8 +4,9 @@
 -- Returns {'ok'} or a fence error (a stale or cancelled worker's write is refused, T-13).
 --@include common
 local key = KEYS[1]
-local bad = checkFence(key, ARGV[1])
+local bad, cur = checkFence(key, ARGV[1], unpack(FINISHING))
 if bad then return bad end
-writeOutcome(key, KEYS[2], ARGV[3])
-finish(key, 'completed', ARGV[2], ARGV[4], ARGV[5])
+local vals = tail(cur, 5)
+writeOutcome(key, KEYS[2], ARGV[3], finishingExpiry(vals))
+finish(key, 'completed', ARGV[2], ARGV[4], ARGV[5], vals)
 return {'ok'}

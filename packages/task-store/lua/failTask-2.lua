@@ -8,16 +8,19 @@
 -- Returns {'ok'} | {'gone'} | {'terminal', status} | {'fenced', status} | {'stale', status}
 --@include common
 local key = KEYS[1]
+local vals
 if ARGV[1] ~= '' then
-  local bad = checkFence(key, ARGV[1])
+  local bad, cur = checkFence(key, ARGV[1], unpack(FINISHING))
   if bad then return bad end
+  vals = tail(cur, 5)
 else
-  if redis.call('EXISTS', key) == 0 then return {'gone'} end
-  local cur = redis.call('HMGET', key, 'status', 'step')
+  local cur = redis.call('HMGET', key, 'status', 'step', unpack(FINISHING))
+  if not cur[1] and redis.call('EXISTS', key) == 0 then return {'gone'} end
   if isTerminal(cur[1]) then return {'terminal', cur[1]} end
   if ARGV[2] ~= '' and cur[1] ~= ARGV[2] then return {'stale', cur[1]} end
   if ARGV[3] ~= '' and cur[2] ~= ARGV[3] then return {'stale', cur[1]} end
+  vals = tail(cur, 3)
 end
-writeOutcome(key, KEYS[2], ARGV[5])
-finish(key, 'failed', ARGV[4], ARGV[6], ARGV[7])
+writeOutcome(key, KEYS[2], ARGV[5], finishingExpiry(vals))
+finish(key, 'failed', ARGV[4], ARGV[6], ARGV[7], vals)
 return {'ok'}

@@ -6,9 +6,9 @@
 -- Returns {'ok'} | {'key_reused', key} | {'cancelled'} | fence error.
 --@include common
 local key = KEYS[1]
-local bad = checkFence(key, ARGV[1])
+local bad, cur = checkFence(key, ARGV[1], 'cancelRequested')
 if bad then return bad end
-if redis.call('HGET', key, 'cancelRequested') == '1' then
+if cur[5] == '1' then
   finish(key, 'cancelled', ARGV[2], 'Cancelled by client request', ARGV[5])
   return {'cancelled'}
 end

@@ -9,14 +9,15 @@
 -- Returns {'ok', cancelRequested} or a fence error.
 --@include common
 local key = KEYS[1]
-local bad = checkFence(key, ARGV[1])
+local bad, cur = checkFence(key, ARGV[1], 'mode', 'cancelRequested', 'createdAt', 'ttlMs')
 if bad then return bad end
-if ARGV[3] ~= '' then redis.call('HSET', key, 'statusMessage', ARGV[3]) end
-if ARGV[4] ~= '' then redis.call('HSET', key, 'progress', ARGV[4]) end
-redis.call('HSET', key, 'lastUpdatedAt', ARGV[2])
-if ARGV[5] ~= '' and redis.call('HGET', key, 'mode') == 'sync' then
+local fields = {'lastUpdatedAt', ARGV[2]}
+if ARGV[3] ~= '' then fields[#fields + 1] = 'statusMessage'; fields[#fields + 1] = ARGV[3] end
+if ARGV[4] ~= '' then fields[#fields + 1] = 'progress'; fields[#fields + 1] = ARGV[4] end
+redis.call('HSET', key, unpack(fields))
+if ARGV[5] ~= '' and cur[5] == 'sync' then
   redis.call('XADD', KEYS[2], 'MAXLEN', '~', 64, '*', 'e', ARGV[5])
-  redis.call('PEXPIREAT', KEYS[2], math.min(expiresAt(key), tonumber(ARGV[2]) + tonumber(ARGV[7] or '300000')))
+  redis.call('PEXPIREAT', KEYS[2], math.min(expiryOf(cur[7], cur[8]), tonumber(ARGV[2]) + tonumber(ARGV[7] or '300000')))
   notify(ARGV[6], 'progress')
 end
-return {'ok', redis.call('HGET', key, 'cancelRequested') or '0'}
+return {'ok', cur[6] or '0'}

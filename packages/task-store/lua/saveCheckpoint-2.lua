@@ -6,8 +6,8 @@
 -- Returns {'ok'} or a fence error.
 --@include common
 local key = KEYS[1]
-local bad = checkFence(key, ARGV[1])
+local bad, cur = checkFence(key, ARGV[1], 'createdAt', 'ttlMs')
 if bad then return bad end
-if redis.call('HGET', key, 'step') ~= ARGV[2] then return {'stale', 'working'} end
-redis.call('SET', KEYS[2], ARGV[2] .. ':' .. ARGV[3], 'PXAT', expiresAt(key))
+if cur[3] ~= ARGV[2] then return {'stale', 'working'} end
+redis.call('SET', KEYS[2], ARGV[2] .. ':' .. ARGV[3], 'PXAT', expiryOf(cur[5], cur[6]))
 return {'ok'}

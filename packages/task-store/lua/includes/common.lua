@@ -28,32 +28,63 @@ local function notify(channel, status)
   end
 end
 
--- Deletes every field whose name starts with `prefix` (e.g. 'req:').
+-- The fields of hash `key` whose names match `pattern` (a Redis glob, e.g. 'resp:*'), as
+-- name, value, name, value... HSCAN filters inside Redis, so only the matches cross into Lua
+-- (an HGETALL of a running task's record converted some 60 strings to find none).
+local function fieldsMatching(key, pattern)
+  local out = {}
+  local cursor = '0'
+  repeat
+    local page = redis.call('HSCAN', key, cursor, 'MATCH', pattern, 'COUNT', 100)
+    cursor = page[1]
+    for i = 1, #page[2] do out[#out + 1] = page[2][i] end
+  until cursor == '0'
+  return out
+end
+
+-- Deletes every field whose name starts with `prefix` (e.g. 'req:'; no glob characters).
 local function delPrefixed(key, prefix)
-  local fields = redis.call('HKEYS', key)
-  local n = string.len(prefix)
-  for _, f in ipairs(fields) do
-    if string.sub(f, 1, n) == prefix then redis.call('HDEL', key, f) end
+  local found = fieldsMatching(key, prefix .. '*')
+  -- HDEL in chunks of 1000 names (unpack's stack bounds one call's arguments).
+  for i = 1, #found, 2000 do
+    local names = {}
+    for j = i, math.min(i + 1999, #found), 2 do names[#names + 1] = found[j] end
+    redis.call('HDEL', key, unpack(names))
   end
 end
 
--- Checks that the caller holds the current fence and that the task is working.
--- Returns nil when the write may go ahead, else an error reply table.
+-- Checks that the caller holds the current fence and that the task is working, in one HMGET
+-- of the record's status, fence, step and claimed step, followed by the fields named in `...`
+-- (a caller's own reads ride along: FINISHING for a write that ends the task).
+-- Returns an error reply table when the write may not go ahead, else nil and the HMGET's
+-- values (cur[5] onwards = the fields of `...`, false when absent).
 -- The fence only counts for the step it was taken on: after a resume (step + 1) the previous
 -- step's fence is stale until the new step is claimed with a new fence.
-local function checkFence(key, fence)
-  if redis.call('EXISTS', key) == 0 then return {'gone'} end
-  local cur = redis.call('HMGET', key, 'status', 'fence', 'step', 'claimedStep')
+local function checkFence(key, fence, ...)
+  local cur = redis.call('HMGET', key, 'status', 'fence', 'step', 'claimedStep', ...)
+  -- Every record has a status; without one, EXISTS tells a missing record from a stray hash.
+  if not cur[1] and redis.call('EXISTS', key) == 0 then return {'gone'} end
   if isTerminal(cur[1]) then return {'terminal', cur[1]} end
   if cur[2] ~= fence then return {'fenced', cur[1]} end
   if cur[1] ~= 'working' or cur[3] ~= cur[4] then return {'stale', cur[1]} end
-  return nil
+  return nil, cur
+end
+
+-- The values of `t` from index `from` on (checkFence's extra fields).
+local function tail(t, from)
+  local out = {}
+  for i = from, #t do out[#out + 1] = t[i] end
+  return out
 end
 
 -- The record's expiry (unix ms): createdAt + ttlMs, as createTask set it (T-24).
+local function expiryOf(createdAt, ttlMs)
+  return tonumber(createdAt) + tonumber(ttlMs)
+end
+
 local function expiresAt(key)
   local t = redis.call('HMGET', key, 'createdAt', 'ttlMs')
-  return tonumber(t[1]) + tonumber(t[2])
+  return expiryOf(t[1], t[2])
 end
 
 -- Fields a terminal record keeps (Redis memory per finished task). Everything else
@@ -63,15 +94,27 @@ end
 -- hash stays a listpack (values under hash-max-listpack-value, 64 bytes by default).
 local KEPT = {'owner', 'tool', 'mode', 'createdAt', 'ttlMs', 'pollIntervalMs', 'step', 'reruns', 'traceparent', 'webhookQueuedAt'}
 
+-- What `finish` reads of the record: KEPT, then its statusMessage and args. A caller that read
+-- them already (checkFence(key, fence, unpack(FINISHING))) hands them over: one HMGET for both.
+local FINISHING = {unpack(KEPT)}
+FINISHING[#FINISHING + 1] = 'statusMessage'
+FINISHING[#FINISHING + 1] = 'args'
+
+-- The record's expiry from FINISHING values (createdAt and ttlMs are KEPT's 4th and 5th).
+local function finishingExpiry(vals)
+  return expiryOf(vals[4], vals[5])
+end
+
 -- Moves the task to a terminal status: the record is rewritten compactly (DEL + HSET, so a
 -- hash that had grown into a hashtable becomes a listpack again) with the same expiry.
 -- The outcome payload (a completed task's result, a failed one's error) is not in the record:
--- the caller writes it to the task's result key first (`writeOutcome`). `at` = the record's
--- expiry when the caller has it already (else read).
-local function finish(key, status, now, message, channel, at)
-  at = at or expiresAt(key)
-  local vals = redis.call('HMGET', key, unpack(KEPT))
-  if not message or message == '' then message = redis.call('HGET', key, 'statusMessage') end
+-- the caller writes it to the task's result key first (`writeOutcome`). `vals` = the record's
+-- FINISHING fields when the caller read them already (else read here, one HMGET); the expiry
+-- comes from them.
+local function finish(key, status, now, message, channel, vals)
+  vals = vals or redis.call('HMGET', key, unpack(FINISHING))
+  local n = #KEPT
+  if not message or message == '' then message = vals[n + 1] end
   local fields = {'status', status, 'lastUpdatedAt', now}
   for i, f in ipairs(KEPT) do
     if vals[i] then
@@ -80,7 +123,7 @@ local function finish(key, status, now, message, channel, at)
     end
   end
   -- Short arguments stay (they still fit a listpack value): logs and operators can tell tasks apart.
-  local args = redis.call('HGET', key, 'args')
+  local args = vals[n + 2]
   if args and string.len(args) <= 64 then
     fields[#fields + 1] = 'args'
     fields[#fields + 1] = args
@@ -91,12 +134,13 @@ local function finish(key, status, now, message, channel, at)
   end
   redis.call('DEL', key)
   redis.call('HSET', key, unpack(fields))
-  redis.call('PEXPIREAT', key, at)
+  redis.call('PEXPIREAT', key, finishingExpiry(vals))
   notify(channel, status)
 end
 
 -- Writes a terminal task's outcome payload (result or error JSON) to its own key, with exactly
--- the record's expiry (`<prefix>:{t:<taskId>}:result`, same hash tag); `at` as in `finish`.
+-- the record's expiry (`<prefix>:{t:<taskId>}:result`, same hash tag); `at` = that expiry when
+-- the caller has it (else read).
 local function writeOutcome(key, outcomeKey, payload, at)
   redis.call('SET', outcomeKey, payload, 'PXAT', at or expiresAt(key))
 end
