@@ -511,6 +511,23 @@ describe('T-13: terminal states are absorbing', () => {
   });
 });
 
+describe('a script that fails writes nothing', () => {
+  it('a record without createdAt cannot be ended: markCancelled and requestCancel fail and leave it as it was, expiry included', async () => {
+    // finish() works the expiry out before its DEL + HSET: a script error after those would
+    // leave a terminal record with no expiry at all.
+    const { rec, fence } = await taskIn('working');
+    await redis.hdel(store.key(rec.taskId), 'createdAt');
+    const before = await snapshot(rec.taskId);
+    await assert.rejects(store.markCancelled(rec.taskId, fence, 'Cancelled'));
+    assert.deepEqual(await snapshot(rec.taskId), before);
+    const parked = await taskIn('input_required');
+    await redis.hdel(store.key(parked.rec.taskId), 'createdAt');
+    const parkedBefore = await snapshot(parked.rec.taskId);
+    await assert.rejects(store.requestCancel(parked.rec.taskId));
+    assert.deepEqual(await snapshot(parked.rec.taskId), parkedBefore);
+  });
+});
+
 describe('parkForInput', () => {
   it('T-21: parks working → input_required with all keys at once, the state and the message; publishes input_required', async () => {
     const rec = await newTask();

@@ -113,6 +113,8 @@ end
 -- comes from them.
 local function finish(key, status, now, message, channel, vals)
   vals = vals or redis.call('HMGET', key, unpack(FINISHING))
+  -- The expiry before any write: a record that cannot have one fails the script untouched.
+  local at = finishingExpiry(vals)
   local n = #KEPT
   if not message or message == '' then message = vals[n + 1] end
   local fields = {'status', status, 'lastUpdatedAt', now}
@@ -134,7 +136,7 @@ local function finish(key, status, now, message, channel, vals)
   end
   redis.call('DEL', key)
   redis.call('HSET', key, unpack(fields))
-  redis.call('PEXPIREAT', key, finishingExpiry(vals))
+  redis.call('PEXPIREAT', key, at)
   notify(channel, status)
 end
 
