@@ -28,7 +28,7 @@ local at = finishingExpiry(vals)
 local counted = reserveBytes(KEYS[4], KEYS[5], now, taskId, tonumber(ARGV[7]), tonumber(ARGV[8]), at,
   tonumber(ARGV[10]))
 if counted[1] ~= 1 then return {'over_budget', counted[2], counted[3], counted[4]} end
-writeOutcome(key, KEYS[2], ARGV[3], at)
+writeOutcome(KEYS[2], ARGV[3], at)
 finish(key, 'completed', ARGV[2], ARGV[4], ARGV[5], vals)
 redis.call('ZREM', KEYS[6], taskId)
 redis.call('ZREM', KEYS[7], taskId)

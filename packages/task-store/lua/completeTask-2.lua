@@ -7,6 +7,6 @@ local key = KEYS[1]
 local bad, cur = checkFence(key, ARGV[1], unpack(FINISHING))
 if bad then return bad end
 local vals = tail(cur, 5)
-writeOutcome(key, KEYS[2], ARGV[3], finishingExpiry(vals))
+writeOutcome(KEYS[2], ARGV[3], finishingExpiry(vals))
 finish(key, 'completed', ARGV[2], ARGV[4], ARGV[5], vals)
 return {'ok'}

@@ -21,6 +21,6 @@ else
   if ARGV[3] ~= '' and cur[2] ~= ARGV[3] then return {'stale', cur[1]} end
   vals = tail(cur, 3)
 end
-writeOutcome(key, KEYS[2], ARGV[5], finishingExpiry(vals))
+writeOutcome(KEYS[2], ARGV[5], finishingExpiry(vals))
 finish(key, 'failed', ARGV[4], ARGV[6], ARGV[7], vals)
 return {'ok'}

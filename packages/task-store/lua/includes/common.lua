@@ -82,11 +82,6 @@ local function expiryOf(createdAt, ttlMs)
   return tonumber(createdAt) + tonumber(ttlMs)
 end
 
-local function expiresAt(key)
-  local t = redis.call('HMGET', key, 'createdAt', 'ttlMs')
-  return expiryOf(t[1], t[2])
-end
-
 -- Fields a terminal record keeps (Redis memory per finished task). Everything else
 -- (args over 64 bytes, caps, state, fence, claimedStep, jobOwner, holderAt, progress, cancelRequested,
 -- cancelReason, pending, tracestate, req:/resp:/used: fields) only served the running task.
@@ -141,8 +136,8 @@ local function finish(key, status, now, message, channel, vals)
 end
 
 -- Writes a terminal task's outcome payload (result or error JSON) to its own key, with exactly
--- the record's expiry (`<prefix>:{t:<taskId>}:result`, same hash tag); `at` = that expiry when
--- the caller has it (else read).
-local function writeOutcome(key, outcomeKey, payload, at)
-  redis.call('SET', outcomeKey, payload, 'PXAT', at or expiresAt(key))
+-- the record's expiry `at` (unix ms, `finishingExpiry`; `<prefix>:{t:<taskId>}:result`, same
+-- hash tag).
+local function writeOutcome(outcomeKey, payload, at)
+  redis.call('SET', outcomeKey, payload, 'PXAT', at)
 end
